@@ -1,0 +1,24 @@
+import { Hono } from "hono";
+import type { HooklaneEnv } from "../lib/api/hono-env.ts";
+import { ApiError, problem } from "../lib/api/problem.ts";
+import { requireAuth } from "../lib/auth/auth-middleware.ts";
+import type { Hooklane } from "../lib/hooklane.ts";
+import { VERSION } from "../lib/version.ts";
+import { resourceRoutes } from "./routes/v3/index.ts";
+import { webhookRoutes } from "./routes/v3/webhooks.ts";
+
+/** The HTTP app: the v3 resource API, the webhooks control plane, health. */
+export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
+  const app = new Hono<HooklaneEnv>();
+  app.use(async (c, next) => {
+    c.set("hooklane", hooklane);
+    await next();
+  });
+  app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
+  app.use("/v3/*", requireAuth);
+  app.route("/", resourceRoutes());
+  app.route("/", webhookRoutes());
+  app.notFound((c) => problem(c, new ApiError(404, "Not Found", `No route for ${c.req.method} ${c.req.path}.`)));
+  app.onError((error, c) => problem(c, error));
+  return app;
+}

@@ -1,0 +1,36 @@
+import { serve } from "@hono/node-server";
+import { ConfigError, config } from "../lib/config/env.ts";
+import { createHooklane, startLane } from "../lib/create-hooklane.ts";
+import { createApp } from "./app.ts";
+
+/** `npm start`: the API, and (unless HOOKLANE_LANE=off) the webhook-out lane in the same process. */
+async function main(): Promise<void> {
+  const settings = config();
+  const hooklane = await createHooklane(settings);
+  const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
+  const server = serve({ fetch: createApp(hooklane).fetch, port: settings.port }, (info) => {
+    const where = hooklane.database.kind === "pglite" ? `embedded PGlite in ${settings.pgliteDataDir}` : "PostgreSQL";
+    console.log(`hooklane API on http://localhost:${info.port} (${where})`);
+    console.log(lane ? `webhook-out lane running in-process as ${lane.workerId}` : "webhook-out lane: off (run npm run worker)");
+    if (!settings.publishEnabled) console.log("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
+  });
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: draining`);
+    server.close();
+    await hooklane.publisher.settled();
+    await lane?.stop();
+    await hooklane.database.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+main().catch((error) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});

@@ -1,0 +1,30 @@
+import { ConfigError, config } from "../lib/config/env.ts";
+import { createHooklane, startLane } from "../lib/create-hooklane.ts";
+
+/** `npm run worker`: one webhook-out lane worker. Run as many as you like against one PostgreSQL. */
+async function main(): Promise<void> {
+  const settings = config();
+  if (!settings.databaseUrl) {
+    throw new ConfigError("DATABASE_URL: a worker process needs a shared PostgreSQL (the embedded database is single-process; npm start runs the lane in-process)");
+  }
+  const hooklane = await createHooklane(settings);
+  const lane = await startLane(hooklane);
+  console.log(`webhook-out lane worker ${lane.workerId} started`);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`${signal}: worker ${lane.workerId} draining`);
+    await lane.stop();
+    await hooklane.database.close();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void shutdown("SIGINT"));
+  process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+main().catch((error) => {
+  console.error(error instanceof ConfigError ? error.message : error);
+  process.exit(1);
+});

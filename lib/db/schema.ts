@@ -1,0 +1,248 @@
+import { sql } from "drizzle-orm";
+import {
+  bigserial,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  numeric,
+  pgTable,
+  text,
+  timestamp,
+  uniqueIndex,
+} from "drizzle-orm/pg-core";
+
+const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
+const prefixedId = (prefix: string) =>
+  text("id")
+    .primaryKey()
+    .default(sql.raw(`'${prefix}_' || replace(gen_random_uuid()::text, '-', '')`));
+
+// ---------------------------------------------------------------------------
+// The API's own resources: the mutations that become events.
+// ---------------------------------------------------------------------------
+
+export const account = pgTable("account", {
+  id: prefixedId("acc"),
+  name: text("name").notNull(),
+  email: text("email"),
+  createdAt: createdAt(),
+});
+export type Account = typeof account.$inferSelect;
+
+export const paymentDebt = pgTable(
+  "payment_debt",
+  {
+    id: prefixedId("pd"),
+    account: text("account").notNull().references(() => account.id),
+    amount: numeric("amount", { precision: 14, scale: 2 }).notNull(),
+    currency: text("currency").notNull(),
+    status: text("status").notNull().default("open"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("payment_debt_account_idx").on(t.account)],
+);
+export type PaymentDebt = typeof paymentDebt.$inferSelect;
+
+export const subscription = pgTable(
+  "subscription",
+  {
+    id: prefixedId("sub"),
+    account: text("account").notNull().references(() => account.id),
+    plan: text("plan").notNull(),
+    status: text("status").notNull().default("active"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("subscription_account_idx").on(t.account)],
+);
+export type Subscription = typeof subscription.$inferSelect;
+
+export const subscriptionHistory = pgTable(
+  "subscription_history",
+  {
+    id: prefixedId("sh"),
+    subscription: text("subscription").notNull().references(() => subscription.id),
+    change: text("change").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("subscription_history_subscription_idx").on(t.subscription)],
+);
+export type SubscriptionHistory = typeof subscriptionHistory.$inferSelect;
+
+export const generalAddress = pgTable("general_address", {
+  id: prefixedId("addr"),
+  line1: text("line1").notNull(),
+  city: text("city").notNull(),
+  country: text("country").notNull(),
+  createdAt: createdAt(),
+});
+export type GeneralAddress = typeof generalAddress.$inferSelect;
+
+// ---------------------------------------------------------------------------
+// Webhooks: the catalogue, subscriptions and the delivery ledger.
+// ---------------------------------------------------------------------------
+
+/** The catalogue as synced into the database: what subscribers may listen to. */
+export const webhookEventType = pgTable("webhook_event_type", {
+  internal: text("internal").primaryKey(),
+  method: text("method").notNull(),
+  route: text("route").notNull(),
+  resource: text("resource").notNull(),
+  ownerKind: text("owner_kind").notNull(),
+  description: text("description").notNull(),
+  deprecated: boolean("deprecated").notNull().default(false),
+  updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+});
+export type WebhookEventType = typeof webhookEventType.$inferSelect;
+
+export const WEBHOOK_STATUSES = ["active", "paused", "disabled"] as const;
+export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
+export const SIGNATURE_SCHEMES = ["hooklane-v1", "standard-webhooks"] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+export const webhook = pgTable(
+  "webhook",
+  {
+    id: prefixedId("wh"),
+    /** Owning account; null for a global (admin) webhook that hears every account. */
+    account: text("account"),
+    url: text("url").notNull(),
+    events: text("events").array().notNull(),
+    status: text("status").$type<WebhookStatus>().notNull().default("active"),
+    scheme: text("scheme").$type<SignatureScheme>().notNull().default("hooklane-v1"),
+    description: text("description").notNull().default(""),
+    /** The signing secret, encrypted (compact JWE); never stored in clear. */
+    secretSealed: text("secret_sealed").notNull(),
+    /** The previous secret during a rotation; signs as the second v1 until it expires. */
+    previousSecretSealed: text("previous_secret_sealed"),
+    previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
+    disabledReason: text("disabled_reason"),
+    createdBy: text("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  },
+  (t) => [index("webhook_account_idx").on(t.account), index("webhook_events_idx").using("gin", t.events)],
+);
+export type Webhook = typeof webhook.$inferSelect;
+
+export const DISPATCH_STATUSES = ["pending", "success", "error", "exhausted"] as const;
+export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
+
+/**
+ * The delivery ledger: one row per event x webhook. The row is the commitment;
+ * the queue only carries it. `locked_until` is the lease a worker holds while
+ * the attempt is in flight.
+ */
+export const webhookDispatch = pgTable(
+  "webhook_dispatch",
+  {
+    id: prefixedId("wd"),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhook.id, { onDelete: "cascade" }),
+    account: text("account"),
+    /** The exact bytes POSTed on every attempt. */
+    payload: text("payload").notNull(),
+    status: text("status").$type<DispatchStatus>().notNull().default("pending"),
+    attemptCount: integer("attempt_count").notNull().default(0),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
+    lockedBy: text("locked_by"),
+    lastStatusCode: integer("last_status_code"),
+    lastError: text("last_error"),
+    createdAt: createdAt(),
+    updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    uniqueIndex("webhook_dispatch_event_webhook_key").on(t.eventId, t.webhookId),
+    index("webhook_dispatch_due_idx")
+      .on(t.nextAttemptAt)
+      .where(sql`${t.status} in ('pending', 'error')`),
+    index("webhook_dispatch_webhook_created_idx").on(t.webhookId, t.createdAt),
+  ],
+);
+export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
+
+export const ATTEMPT_OUTCOMES = ["success", "retry", "failed", "blocked"] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
+/** One row per POST: what was sent, what came back, how long it took. */
+export const webhookAttempt = pgTable(
+  "webhook_attempt",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    dispatchId: text("dispatch_id")
+      .notNull()
+      .references(() => webhookDispatch.id, { onDelete: "cascade" }),
+    attempt: integer("attempt").notNull(),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).notNull(),
+    durationMs: integer("duration_ms").notNull(),
+    outcome: text("outcome").$type<AttemptOutcome>().notNull(),
+    statusCode: integer("status_code"),
+    errorClass: text("error_class"),
+    errorMessage: text("error_message"),
+    responseExcerpt: text("response_excerpt"),
+    signature: jsonb("signature").$type<SignatureManifest>().notNull(),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [uniqueIndex("webhook_attempt_dispatch_attempt_key").on(t.dispatchId, t.attempt)],
+);
+export type WebhookAttempt = typeof webhookAttempt.$inferSelect;
+
+/** What was signed, never with what: the timestamp, the scheme and how many signatures. */
+export interface SignatureManifest {
+  timestamp: number;
+  scheme: SignatureScheme;
+  signatures: number;
+}
+
+/**
+ * The postgres transport's `webhook-out-route` topic. Deliveries need no table
+ * of their own: with this transport the dispatch row is the deliver message.
+ */
+export const webhookRouteJob = pgTable(
+  "webhook_route_job",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    message: jsonb("message").notNull(),
+    runAt: timestamp("run_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    attempts: integer("attempts").notNull().default(0),
+    lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
+    lockedBy: text("locked_by"),
+    lastError: text("last_error"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_route_job_run_at_idx").on(t.runAt)],
+);
+
+/** Messages that failed their schema: kept for inspection, never retried. */
+export const webhookPoisonMessage = pgTable("webhook_poison_message", {
+  id: bigserial("id", { mode: "number" }).primaryKey(),
+  topic: text("topic").notNull(),
+  message: jsonb("message"),
+  error: text("error").notNull(),
+  createdAt: createdAt(),
+});
+
+export const NOTIFICATION_KINDS = ["dispatch.exhausted", "webhook.disabled"] as const;
+export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
+
+/** What the owner of a webhook is told: exhausted deliveries, disabled webhooks. */
+export const webhookNotification = pgTable(
+  "webhook_notification",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhook.id, { onDelete: "cascade" }),
+    account: text("account"),
+    kind: text("kind").$type<NotificationKind>().notNull(),
+    detail: jsonb("detail").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_notification_webhook_idx").on(t.webhookId)],
+);
+export type WebhookNotification = typeof webhookNotification.$inferSelect;

@@ -1,0 +1,74 @@
+import { inArray, sql } from "drizzle-orm";
+import type { Database } from "../client.ts";
+import { webhookRouteJob } from "../schema.ts";
+
+export const ROUTE_WAKE_CHANNEL = "hooklane_route";
+
+/** Enqueues a route message and wakes listening workers in the same statement. */
+export async function enqueueRouteJob(database: Database, message: unknown): Promise<void> {
+  await database.rows(sql`
+    with job as (insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb) returning id)
+    select pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
+  `);
+}
+
+export interface ClaimedRouteJob {
+  id: number;
+  message: unknown;
+  attempts: number;
+}
+
+/** Leases up to `limit` due route jobs with `FOR UPDATE SKIP LOCKED`. */
+export async function claimRouteJobs(
+  database: Database,
+  options: { workerId: string; limit: number; leaseMs: number },
+): Promise<ClaimedRouteJob[]> {
+  const rows = await database.rows<{ id: number | string; message: unknown; attempts: number }>(sql`
+    with due as (
+      select id from webhook_route_job
+      where run_at <= now() and (locked_until is null or locked_until < now())
+      order by run_at, id
+      limit ${options.limit}
+      for update skip locked
+    )
+    update webhook_route_job j
+    set locked_until = now() + ${options.leaseMs} * interval '1 millisecond',
+        locked_by = ${options.workerId},
+        attempts = j.attempts + 1
+    from due
+    where j.id = due.id
+    returning j.id, j.message, j.attempts
+  `);
+  return rows.map((row) => ({
+    id: Number(row.id),
+    message: typeof row.message === "string" ? JSON.parse(row.message) : row.message,
+    attempts: row.attempts,
+  }));
+}
+
+/** Removes route jobs whose dispatches are committed. */
+export async function deleteRouteJobs(database: Database, ids: readonly number[]): Promise<void> {
+  if (ids.length > 0) await database.db.delete(webhookRouteJob).where(inArray(webhookRouteJob.id, [...ids]));
+}
+
+/** Puts a failed route job back for a later try, keeping the error for inspection. */
+export async function retryRouteJob(database: Database, id: number, delayMs: number, error: string): Promise<void> {
+  await database.rows(sql`
+    update webhook_route_job
+    set locked_until = null, locked_by = null, last_error = ${error},
+        run_at = now() + ${delayMs} * interval '1 millisecond'
+    where id = ${id}
+  `);
+}
+
+/** Milliseconds until the next unleased route job is due (≤ 0: now), or null when none waits. */
+export async function nextRouteJobDueInMs(database: Database): Promise<number | null> {
+  const [row] = await database.rows<{ ms: number | string | null }>(sql`
+    select (extract(epoch from (run_at - now())) * 1000)::float8 as ms
+    from webhook_route_job
+    where locked_until is null or locked_until < now()
+    order by run_at
+    limit 1
+  `);
+  return row?.ms == null ? null : Number(row.ms);
+}

@@ -1,0 +1,39 @@
+import { z } from "zod";
+
+const identifier = z.string().regex(/^[a-z_][a-z0-9_]*$/, "must be a lower-case SQL identifier");
+
+/** How the route stage finds the account that owns the mutated resource. */
+export const ownerStrategySchema = z.discriminatedUnion("kind", [
+  /** The resource is the account. */
+  z.object({ kind: z.literal("self") }),
+  /** `table.column` holds the account. */
+  z.object({ kind: z.literal("direct"), table: identifier, column: identifier }),
+  /** `table.reference` points at `parentTable.id`, whose `column` holds the account. */
+  z.object({
+    kind: z.literal("via"),
+    table: identifier,
+    reference: identifier,
+    parentTable: identifier,
+    column: identifier,
+  }),
+  /** No account: only global webhooks hear it. */
+  z.object({ kind: z.literal("none") }),
+]);
+export type OwnerStrategy = z.infer<typeof ownerStrategySchema>;
+
+export const catalogueEntrySchema = z.object({
+  /** `<resource>.<verb>`, dotted, lower-case: the event type subscribers see. */
+  internal: z.string().regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/, "must look like resource.verb"),
+  method: z.enum(["POST", "PUT", "PATCH", "DELETE"]),
+  /** The Hono route template, e.g. `/v3/payment-debts/:id`. */
+  route: z.string().regex(/^\/v3(\/[A-Za-z0-9:_-]+)+$/, "must be a /v3 route template"),
+  /** `data.object` in the thin body. */
+  resource: z.string().regex(/^[a-z][a-z0-9.-]*$/),
+  /** Where the resource id comes from: a path parameter or a field of the response body. */
+  idFrom: z.object({ source: z.enum(["param", "body"]), name: z.string().min(1) }),
+  owner: ownerStrategySchema,
+  description: z.string().min(10),
+  since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "must be a YYYY-MM-DD date"),
+  deprecated: z.boolean().default(false),
+});
+export type CatalogueEntry = z.infer<typeof catalogueEntrySchema>;

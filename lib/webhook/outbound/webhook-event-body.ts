@@ -1,0 +1,30 @@
+import { randomBytes } from "node:crypto";
+
+/** A new event id: `evt_` and 24 random base32-ish characters, sortable enough for logs. */
+export function newEventId(): string {
+  return `evt_${randomBytes(15).toString("base64url")}`;
+}
+
+export interface ThinEvent {
+  id: string;
+  type: string;
+  created: string;
+  livemode: boolean;
+  object: string;
+  resourceId: string;
+  account: string | null;
+}
+
+/**
+ * The thin body: identifiers only, never authoritative data. Built once per
+ * event at route time and stored, so every attempt sends the same bytes.
+ */
+export function buildEventBody(event: ThinEvent): string {
+  return JSON.stringify({
+    id: event.id,
+    type: event.type,
+    created: event.created,
+    livemode: event.livemode,
+    data: { object: event.object, id: event.resourceId, account: event.account },
+  });
+}

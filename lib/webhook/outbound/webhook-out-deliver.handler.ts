@@ -1,0 +1,96 @@
+import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
+import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
+import { USER_AGENT } from "../../version.ts";
+import { CallbackUrlError, validateCallbackUrl } from "./webhook-callback-url.ts";
+import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
+import type { HttpSender } from "./webhook-http-sender.ts";
+import { decideRetry } from "./webhook-retry-policy.ts";
+import type { SecretSealer } from "./webhook-secret-seal.ts";
+import { signatureHeaders } from "./webhook-signature.ts";
+
+export interface DeliverDeps {
+  brand: string;
+  retrySchedule: readonly number[];
+  allowedHosts: readonly string[];
+  sender: HttpSender;
+  secrets: SecretSealer;
+  random?: () => number;
+}
+
+/** An attempt's record plus what it means for the webhook. */
+export interface AttemptResult extends AttemptRecord {
+  webhookId: string;
+  account: string | null;
+  eventId: string;
+  /** The subscriber answered 410 Gone: disable the webhook. */
+  gone: boolean;
+}
+
+/**
+ * The `webhook-out-deliver` consumer for one leased dispatch: signs the stored
+ * body with the webhook's current secret (and the previous one during a
+ * rotation), POSTs it once, and decides success, retry or exhaustion from
+ * RETRY. Never throws for a subscriber's failure; the caller records the result.
+ */
+export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
+  const startedAt = new Date();
+  const timestamp = Math.floor(startedAt.getTime() / 1_000);
+  const secrets = [await deps.secrets.unseal(dispatch.secretSealed)];
+  if (dispatch.previousSecretSealed && dispatch.previousSecretExpiresAt && dispatch.previousSecretExpiresAt > startedAt) {
+    secrets.push(await deps.secrets.unseal(dispatch.previousSecretSealed));
+  }
+  const signed = signatureHeaders({
+    scheme: dispatch.scheme,
+    brand: deps.brand,
+    eventId: dispatch.eventId,
+    attempt: dispatch.attempt,
+    payload: dispatch.payload,
+    secrets,
+    timestamp,
+  });
+
+  let outcome: DeliveryOutcome;
+  try {
+    validateCallbackUrl(dispatch.url, { allowedHosts: deps.allowedHosts });
+    outcome = await deps.sender.post(
+      dispatch.url,
+      { "content-type": "application/json", "user-agent": USER_AGENT, ...signed.headers },
+      dispatch.payload,
+    );
+  } catch (error) {
+    if (!(error instanceof CallbackUrlError)) throw error;
+    outcome = { kind: "failure", errorClass: "blocked", message: error.message, statusCode: null, responseExcerpt: null, gone: false };
+  }
+  const durationMs = Date.now() - startedAt.getTime();
+
+  const base = {
+    dispatchId: dispatch.id,
+    webhookId: dispatch.webhookId,
+    account: dispatch.account,
+    eventId: dispatch.eventId,
+    attempt: dispatch.attempt,
+    startedAt,
+    durationMs,
+    statusCode: outcome.statusCode,
+    responseExcerpt: outcome.responseExcerpt,
+    signature: signed.manifest,
+  };
+  if (outcome.kind === "success") {
+    return { ...base, status: "success", retryInMs: null, outcome: "success", errorClass: null, errorMessage: null, gone: false };
+  }
+  const decision = decideRetry({
+    attempt: dispatch.attempt,
+    schedule: deps.retrySchedule,
+    retryAfterMs: outcome.retryAfterMs,
+    ...(deps.random ? { random: deps.random } : {}),
+  });
+  return {
+    ...base,
+    status: decision.kind === "retry" ? "error" : "exhausted",
+    retryInMs: decision.kind === "retry" ? decision.delayMs : null,
+    outcome: outcome.errorClass === "blocked" ? "blocked" : decision.kind === "retry" ? "retry" : "failed",
+    errorClass: outcome.errorClass,
+    errorMessage: outcome.message.slice(0, 500),
+    gone: outcome.gone,
+  };
+}

@@ -1,0 +1,22 @@
+import { z } from "zod";
+
+/** The lane's two topics. Both run on the dedicated `webhook-out` lane. */
+export const WEBHOOK_OUT_LANE = "webhook-out";
+export const ROUTE_TOPIC = "webhook-out-route";
+export const DELIVER_TOPIC = "webhook-out-deliver";
+
+/** One API transaction to fan out: published by the API, consumed by the route stage. */
+export const routeMessageSchema = z.object({
+  eventId: z.string().regex(/^evt_[A-Za-z0-9_-]{8,64}$/),
+  type: z.string().min(1).max(200),
+  resourceId: z.string().min(1).max(200),
+  occurredAt: z.iso.datetime(),
+  livemode: z.boolean(),
+});
+export type RouteMessage = z.infer<typeof routeMessageSchema>;
+
+/** One dispatch to attempt: sent by the route stage, consumed by the deliver stage. */
+export const deliverMessageSchema = z.object({
+  dispatchId: z.string().regex(/^wd_[a-f0-9]{32}$/),
+});
+export type DeliverMessage = z.infer<typeof deliverMessageSchema>;

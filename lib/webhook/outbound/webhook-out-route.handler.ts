@@ -1,0 +1,41 @@
+import type { Database } from "../../db/client.ts";
+import { insertDispatches } from "../../db/sql/insert-dispatches.ts";
+import { catalogueByInternal } from "../catalogue/webhook-event-catalogue.ts";
+import type { WebhookTransport } from "../transport/webhook-transport.ts";
+import { resolveOwnerAccount } from "./webhook-account-resolver.ts";
+import { buildEventBody } from "./webhook-event-body.ts";
+import { PoisonMessageError } from "./webhook-message-errors.ts";
+import type { RouteMessage } from "./webhook-out-queue-registrations.ts";
+
+/**
+ * The `webhook-out-route` consumer: resolves the owning account, inserts one
+ * pending dispatch per matching webhook and hands the new rows to the
+ * deliver topic. Safe to run twice for one message: rows are unique per
+ * event x webhook. Throws PoisonMessageError for an event the catalogue does
+ * not know (never retried); any other error is retryable.
+ */
+export async function handleRouteMessage(
+  deps: { database: Database; transport: WebhookTransport },
+  message: RouteMessage,
+): Promise<string[]> {
+  const entry = catalogueByInternal(message.type);
+  if (!entry) throw new PoisonMessageError(`unknown event type ${message.type}`);
+  const account = await resolveOwnerAccount(deps.database, entry.owner, message.resourceId);
+  const payload = buildEventBody({
+    id: message.eventId,
+    type: message.type,
+    created: message.occurredAt,
+    livemode: message.livemode,
+    object: entry.resource,
+    resourceId: message.resourceId,
+    account,
+  });
+  const dispatchIds = await insertDispatches(deps.database, {
+    eventId: message.eventId,
+    eventType: message.type,
+    account,
+    payload,
+  });
+  if (dispatchIds.length > 0) await deps.transport.sendDeliver(dispatchIds);
+  return dispatchIds;
+}

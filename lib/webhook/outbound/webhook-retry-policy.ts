@@ -1,0 +1,51 @@
+/**
+ * RETRY: the delivery schedule subscribers are promised, applied by every
+ * transport. The schedule lists the delay before each retry; attempt 1 is
+ * immediate, so five delays mean six attempts.
+ */
+export const RETRY = {
+  /** 5 s, 30 s, 5 min, 1 h, 24 h: six attempts over ~25 h. */
+  defaultSchedule: [5_000, 30_000, 300_000, 3_600_000, 86_400_000] as readonly number[],
+  jitter: 0.1,
+  retryAfterCapMs: 86_400_000,
+} as const;
+
+export type RetryDecision =
+  | { kind: "retry"; delayMs: number }
+  | { kind: "exhausted" };
+
+/**
+ * Decides what follows failed attempt number `attempt` (1-based): the delay
+ * before the next attempt, with ±10 % jitter and never shorter than
+ * `Retry-After` (capped at 24 h), or exhaustion once the schedule is spent.
+ * The delay is counted from when the failure is recorded, so it can only grow.
+ */
+export function decideRetry(input: {
+  attempt: number;
+  schedule: readonly number[];
+  retryAfterMs?: number | undefined;
+  random?: () => number;
+}): RetryDecision {
+  const delay = input.schedule[input.attempt - 1];
+  if (delay === undefined) return { kind: "exhausted" };
+  const random = input.random ?? Math.random;
+  const jittered = delay * (1 + RETRY.jitter * (2 * random() - 1));
+  const floor = Math.min(input.retryAfterMs ?? 0, RETRY.retryAfterCapMs);
+  return { kind: "retry", delayMs: Math.round(Math.max(jittered, floor)) };
+}
+
+/** Total attempts a schedule allows (the first plus one per delay). */
+export const maxAttempts = (schedule: readonly number[]) => schedule.length + 1;
+
+/**
+ * Parses `Retry-After` as delay-seconds or an HTTP date. Returns milliseconds
+ * from `now`, or undefined when absent or unreadable.
+ */
+export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1_000;
+  const date = Date.parse(trimmed);
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}

@@ -1,0 +1,91 @@
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+
+import type { SignatureManifest, SignatureScheme } from "../../db/schema.ts";
+
+export interface SignatureInput {
+  scheme: SignatureScheme;
+  brand: string;
+  eventId: string;
+  attempt: number;
+  payload: string;
+  /** The active secret first, then the previous one while a rotation is in its grace period. */
+  secrets: string[];
+  /** Unix seconds. */
+  timestamp: number;
+}
+
+const SECRET_PREFIX = "whsec_";
+
+/** A new subscriber secret: `whsec_` + standard base64 (with padding) of 32 random bytes. */
+export function generateWebhookSecret(): string {
+  return SECRET_PREFIX + randomBytes(32).toString("base64");
+}
+
+/**
+ * The signature headers for one attempt, plus the event id and attempt headers both
+ * schemes carry. hooklane-v1 is byte-compatible with Stripe (HMAC key = the whole secret
+ * string); standard-webhooks keys the HMAC with the base64-decoded part after `whsec_`.
+ * Throws when `secrets` is empty. Content-Type and User-Agent are the sender's job.
+ */
+export function signatureHeaders(input: SignatureInput): { headers: Record<string, string>; manifest: SignatureManifest } {
+  const { scheme, brand, eventId, attempt, payload, secrets, timestamp } = input;
+  if (secrets.length === 0) throw new Error(`cannot sign event ${eventId}: the webhook has no secret`);
+  const headers: Record<string, string> = {
+    [`${brand}-Event-Id`]: eventId,
+    [`${brand}-Attempt`]: String(attempt),
+  };
+  if (scheme === "hooklane-v1") {
+    const signed = `${timestamp}.${payload}`;
+    let value = `t=${timestamp}`;
+    for (const secret of secrets) value += `,v1=${hooklaneDigest(secret, signed)}`;
+    headers[`${brand}-Signature`] = value;
+  } else {
+    const signed = `${eventId}.${timestamp}.${payload}`;
+    let value = "";
+    for (const secret of secrets) {
+      const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
+      value += `${value ? " " : ""}v1,${createHmac("sha256", key).update(signed).digest("base64")}`;
+    }
+    headers["webhook-id"] = eventId;
+    headers["webhook-timestamp"] = String(timestamp);
+    headers["webhook-signature"] = value;
+  }
+  return { headers, manifest: { timestamp, scheme, signatures: secrets.length } };
+}
+
+/**
+ * Verifies a `<Brand>-Signature` header (`t=<ts>,v1=<hex>[,v1=<hex>…]`) against one
+ * secret: true when any `v1` matches (compared in constant time) and the timestamp is
+ * within `toleranceSeconds` of `now` (milliseconds). Never throws on malformed input.
+ */
+export function verifyHooklaneSignature(
+  payload: string,
+  header: string,
+  secret: string,
+  toleranceSeconds = 300,
+  now = Date.now(),
+): boolean {
+  let timestamp: number | undefined;
+  const candidates: string[] = [];
+  for (const element of header.split(",")) {
+    const separator = element.indexOf("=");
+    if (separator < 0) continue;
+    const name = element.slice(0, separator).trim();
+    const value = element.slice(separator + 1).trim();
+    if (name === "t" && /^\d+$/.test(value)) timestamp = Number(value);
+    else if (name === "v1") candidates.push(value);
+  }
+  if (timestamp === undefined || candidates.length === 0) return false;
+  if (Math.abs(now / 1000 - timestamp) > toleranceSeconds) return false;
+  const expected = Buffer.from(hooklaneDigest(secret, `${timestamp}.${payload}`));
+  let matched = false;
+  for (const candidate of candidates) {
+    const given = Buffer.from(candidate);
+    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
+  }
+  return matched;
+}
+
+function hooklaneDigest(secret: string, signed: string): string {
+  return createHmac("sha256", secret).update(signed).digest("hex");
+}

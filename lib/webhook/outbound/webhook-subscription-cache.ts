@@ -1,0 +1,61 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../../db/client.ts";
+
+export interface SubscriptionCache {
+  /** Whether any webhook listens to `internal`. Loads on first use; afterwards at most every `ttlMs`. */
+  has(internal: string): Promise<boolean>;
+  /** Forces the next `has` to reload (this process just created or changed a webhook). */
+  invalidate(): void;
+  /** How many times the set was loaded from the database. */
+  readonly loads: number;
+}
+
+/**
+ * The in-memory set of event types that have at least one subscriber,
+ * refreshed at most every 30 s. Paused and disabled webhooks count: their
+ * events are kept and delivered on re-enable. After the first load a stale
+ * set is served while the refresh runs, so no request waits on it.
+ */
+export function createSubscriptionCache(
+  database: Database,
+  options: { ttlMs?: number; now?: () => number } = {},
+): SubscriptionCache {
+  const ttlMs = options.ttlMs ?? 30_000;
+  const now = options.now ?? Date.now;
+  let internals: Set<string> | undefined;
+  let expiresAt = 0;
+  let mustWait = true;
+  let loading: Promise<void> | undefined;
+  let loads = 0;
+
+  const load = () => {
+    loading ??= (async () => {
+      try {
+        const rows = await database.rows<{ internal: string }>(
+          sql`select distinct unnest(events) as internal from webhook`,
+        );
+        loads++;
+        internals = new Set(rows.map((row) => row.internal));
+        expiresAt = now() + ttlMs;
+        mustWait = false;
+      } finally {
+        loading = undefined;
+      }
+    })();
+    return loading;
+  };
+
+  return {
+    async has(internal) {
+      if (mustWait || !internals) await load();
+      else if (now() >= expiresAt) load().catch((error) => console.error("[publish] subscriber set refresh failed", error));
+      return internals!.has(internal) || internals!.has("*");
+    },
+    invalidate() {
+      mustWait = true;
+    },
+    get loads() {
+      return loads;
+    },
+  };
+}

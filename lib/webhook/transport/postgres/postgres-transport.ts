@@ -1,0 +1,44 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../../../db/client.ts";
+import { enqueueRouteJob } from "../../../db/sql/route-jobs.ts";
+import type { RouteMessage } from "../../outbound/webhook-out-queue-registrations.ts";
+import type { WebhookTransport } from "../webhook-transport.ts";
+import { LaneSignal } from "./lane-signal.ts";
+
+export const DELIVER_WAKE_CHANNEL = "hooklane_deliver";
+
+export interface PostgresTransport extends WebhookTransport {
+  /** Wakes this process's route consumer. */
+  readonly routeSignal: LaneSignal;
+  /** Wakes this process's deliver consumer. */
+  readonly deliverSignal: LaneSignal;
+}
+
+/**
+ * The postgres transport: `webhook-out-route` is the `webhook_route_job`
+ * table, and `webhook-out-deliver` is the dispatch rows themselves, so
+ * sending a deliver message is only a wake-up. Consumers claim with
+ * `FOR UPDATE SKIP LOCKED`; see postgres-lane.ts.
+ */
+export function createPostgresTransport(database: Database): PostgresTransport {
+  const routeSignal = new LaneSignal();
+  const deliverSignal = new LaneSignal();
+  const sent = { route: 0, deliver: 0 };
+  return {
+    name: "postgres",
+    routeSignal,
+    deliverSignal,
+    sent,
+    async sendRoute(message: RouteMessage) {
+      await enqueueRouteJob(database, message);
+      sent.route++;
+      routeSignal.wake();
+    },
+    async sendDeliver(dispatchIds) {
+      sent.deliver += dispatchIds.length;
+      deliverSignal.wake();
+      // Other worker processes hear it through NOTIFY.
+      await database.rows(sql`select pg_notify(${DELIVER_WAKE_CHANNEL}, '')`);
+    },
+  };
+}

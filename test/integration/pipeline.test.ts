@@ -1,0 +1,4 @@
+import { postgresFactory } from "../support/postgres.ts";
+import { describePipeline } from "../support/pipeline-contract.ts";
+
+describePipeline("PostgreSQL", postgresFactory);

@@ -1,0 +1,88 @@
+import { PGlite } from "@electric-sql/pglite";
+import { createApp } from "../../app/app.ts";
+import { mintToken } from "../../lib/auth/jwt.ts";
+import { DEVELOPMENT_JWT_SECRET, loadConfig } from "../../lib/config/env.ts";
+import { openDatabase, type Database } from "../../lib/db/client.ts";
+import { createHooklane, startLane } from "../../lib/create-hooklane.ts";
+import type { Hooklane } from "../../lib/hooklane.ts";
+import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
+
+export interface Harness {
+  hooklane: Hooklane;
+  lane: Lane | undefined;
+  /** Calls the API in-process with a token for `account` (admin when asked). */
+  call(method: string, path: string, options?: { body?: unknown; account?: string; admin?: boolean }): Promise<{ status: number; body: any }>;
+  /** Waits for every publish the API started. */
+  settled(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** How a suite gets its database: PGlite in memory, or a fresh PostgreSQL database. */
+export type DatabaseFactory = () => Promise<{ database: Database; databaseUrl?: string; drop(): Promise<void> }>;
+
+// Creating and migrating an embedded database takes seconds; clone a migrated one instead.
+let template: Promise<File | Blob> | undefined;
+async function migratedTemplate(): Promise<File | Blob> {
+  template ??= (async () => {
+    const pglite = await PGlite.create("memory://");
+    const database = await openDatabase({ pglite });
+    const dump = await pglite.dumpDataDir("none");
+    await database.close();
+    return dump;
+  })();
+  return template;
+}
+
+export const pgliteFactory: DatabaseFactory = async () => {
+  const pglite = await PGlite.create({ loadDataDir: await migratedTemplate() });
+  const database = await openDatabase({ pglite });
+  return { database, drop: async () => {} };
+};
+
+/** A configuration for tests: loopback receivers allowed, compressed retries unless told otherwise. */
+export function testConfig(env: Record<string, string> = {}, databaseUrl?: string) {
+  return loadConfig({
+    NODE_ENV: "test",
+    WEBHOOK_ALLOWED_HOSTS: "127.0.0.1,localhost",
+    WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms",
+    WEBHOOK_TIMEOUT_MS: "2000",
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...env,
+  });
+}
+
+/** The API plus (unless `lane: false`) an in-process lane, on the factory's database. */
+export async function startHarness(
+  factory: DatabaseFactory,
+  options: { env?: Record<string, string>; lane?: boolean } = {},
+): Promise<Harness> {
+  const { database, databaseUrl, drop } = await factory();
+  const config = testConfig(options.env, databaseUrl);
+  const hooklane = await createHooklane(config, { database });
+  const app = createApp(hooklane);
+  const lane = options.lane === false ? undefined : await startLane(hooklane);
+  const tokens = new Map<string, string>();
+
+  return {
+    hooklane,
+    lane,
+    async call(method, path, { body, account = "acc_test", admin = false } = {}) {
+      const key = `${account}:${admin}`;
+      if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
+      const response = await app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+    },
+    settled: () => hooklane.publisher.settled(),
+    async close() {
+      await hooklane.publisher.settled();
+      await lane?.stop();
+      await database.close();
+      await drop();
+    },
+  };
+}

@@ -1,0 +1,286 @@
+import { count, eq, sql } from "drizzle-orm";
+import Stripe from "stripe";
+import { afterEach, describe, expect, it } from "vitest";
+import { webhook, webhookAttempt, webhookDispatch, webhookNotification, webhookRouteJob } from "../../lib/db/schema.ts";
+import { handleRouteMessage } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
+import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signature.ts";
+import { startHarness, type DatabaseFactory, type Harness } from "./harness.ts";
+import { startReceiver, type ReceivedPost, type Reply, type TestReceiver } from "./receiver.ts";
+
+const stripe = new Stripe("sk_test_hooklane");
+const ADMIN = { account: "acc_ops", admin: true };
+
+/**
+ * The pipeline's behaviour, publish → route → deliver, written once and run
+ * against every database the product supports.
+ */
+export function describePipeline(name: string, factory: DatabaseFactory): void {
+  describe(`pipeline on ${name}`, () => {
+    const open: Array<{ close(): Promise<void> }> = [];
+    afterEach(async () => {
+      await Promise.all(open.splice(0).map((thing) => thing.close()));
+    });
+
+    async function setUp(options: { env?: Record<string, string>; lane?: boolean; reply?: (post: ReceivedPost) => Reply } = {}) {
+      const receiver = await startReceiver(options.reply);
+      const harness = await startHarness(factory, options);
+      open.push(harness, receiver);
+      return { receiver, harness };
+    }
+
+    async function subscribe(harness: Harness, receiver: TestReceiver, path: string, who: { account: string; admin?: boolean }, body: Record<string, unknown> = {}) {
+      const response = await harness.call("POST", "/v3/webhooks", {
+        ...who,
+        body: { url: `${receiver.url}${path}`, events: ["*"], ...body },
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(201);
+      return response.body as { id: string; secret: string };
+    }
+
+    async function dispatchesOf(harness: Harness, webhookId: string) {
+      return harness.hooklane.database.db.select().from(webhookDispatch).where(eq(webhookDispatch.webhookId, webhookId));
+    }
+
+    it("routes each owner strategy: account webhooks get their account's events, global ones get all", async () => {
+      const { harness, receiver } = await setUp();
+      const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" });
+      const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" });
+      const global = await subscribe(harness, receiver, "/global", { ...ADMIN }, { scope: "global" });
+
+      const expectOk = async (promise: Promise<{ status: number; body: any }>) => {
+        const response = await promise;
+        expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
+        return response.body;
+      };
+      await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } })); // self
+      await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_bob", name: "Bob" } })); // self
+      const debt = await expectOk(harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: "12.50", currency: "eur" } })); // direct
+      const sub = await expectOk(harness.call("POST", "/v3/subscriptions", { account: "acc_bob", body: { plan: "pro" } })); // direct
+      await expectOk(harness.call("POST", `/v3/subscriptions/${sub.id}/history`, { account: "acc_bob", body: { change: "upgraded" } })); // via
+      await expectOk(harness.call("POST", "/v3/general-addresses", { account: "acc_alice", body: { line1: "1 Main St", city: "Lima", country: "PE" } })); // none
+      await expectOk(harness.call("DELETE", `/v3/payment-debts/${debt.id}`, { account: "acc_alice" })); // none (purged)
+      await harness.settled();
+
+      await receiver.waitFor(2 + 3 + 7);
+      const seen = (path: string) =>
+        receiver.posts
+          .filter((post) => post.path === path)
+          .map((post) => {
+            const event = JSON.parse(post.body);
+            return `${event.type} ${event.data.account}`;
+          })
+          .sort();
+      expect(seen("/alice")).toEqual(["account.created acc_alice", "payment-debt.created acc_alice"]);
+      expect(seen("/bob")).toEqual(["account.created acc_bob", "subscription.created acc_bob", "subscription.history.created acc_bob"]);
+      expect(seen("/global")).toEqual([
+        "account.created acc_alice",
+        "account.created acc_bob",
+        "general.address.created null",
+        "payment-debt.created acc_alice",
+        "payment-debt.purged null",
+        "subscription.created acc_bob",
+        "subscription.history.created acc_bob",
+      ]);
+      // The ledger agrees: one row per match, nothing else.
+      expect((await dispatchesOf(harness, alice.id)).length).toBe(2);
+      expect((await dispatchesOf(harness, bob.id)).length).toBe(3);
+      expect((await dispatchesOf(harness, global.id)).length).toBe(7);
+    });
+
+    it("sends a thin, Stripe-verifiable body with the contract's headers", async () => {
+      const { harness, receiver } = await setUp();
+      const hook = await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["account.created"] });
+      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      const [post] = await receiver.waitFor(1);
+      const event = stripe.webhooks.constructEvent(post!.body, String(post!.headers["hooklane-signature"]), hook.secret);
+      expect(event).toMatchObject({ type: "account.created", livemode: true, data: { object: "account", id: "acc_alice", account: "acc_alice" } });
+      expect(Object.keys(JSON.parse(post!.body))).toEqual(["id", "type", "created", "livemode", "data"]);
+      expect(post!.headers["content-type"]).toBe("application/json");
+      expect(post!.headers["user-agent"]).toMatch(/^Hooklane-Webhooks\/\d+\.\d+\.\d+/);
+      expect(post!.headers["hooklane-event-id"]).toBe(event.id);
+      expect(post!.headers["hooklane-attempt"]).toBe("1");
+      expect(String(post!.headers["hooklane-signature"])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    });
+
+    it("signs with two v1 values during a rotation, each verifiable by the stripe SDK", async () => {
+      const { harness, receiver } = await setUp();
+      const hook = await subscribe(harness, receiver, "/hook", { account: "acc_alice" });
+      const next = generateWebhookSecret();
+      await harness.hooklane.database.db
+        .update(webhook)
+        .set({
+          secretSealed: await harness.hooklane.secrets.seal(next),
+          previousSecretSealed: await harness.hooklane.secrets.seal(hook.secret),
+          previousSecretExpiresAt: new Date(Date.now() + 86_400_000),
+        })
+        .where(eq(webhook.id, hook.id));
+      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      const [post] = await receiver.waitFor(1);
+      const header = String(post!.headers["hooklane-signature"]);
+      expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
+      for (const secret of [next, hook.secret]) {
+        expect(stripe.webhooks.constructEvent(post!.body, header, secret).id).toBe(post!.headers["hooklane-event-id"]);
+      }
+      expect(() => stripe.webhooks.constructEvent(post!.body, header, generateWebhookSecret())).toThrow();
+    });
+
+    it("writes no queue message and no row when nobody subscribes to the event", async () => {
+      const { harness, receiver } = await setUp({ lane: false });
+      await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["subscription.created"] });
+      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      for (let i = 0; i < 5; i++) {
+        const response = await harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: 1, currency: "usd" } });
+        expect(response.status).toBe(201);
+      }
+      await harness.settled();
+      const { db } = harness.hooklane.database;
+      expect(harness.hooklane.transport.sent).toEqual({ route: 0, deliver: 0 });
+      expect(harness.hooklane.publisher.stats).toMatchObject({ published: 0, unsubscribed: 6 });
+      expect((await db.select({ n: count() }).from(webhookRouteJob))[0]!.n).toBe(0);
+      expect((await db.select({ n: count() }).from(webhookDispatch))[0]!.n).toBe(0);
+    });
+
+    it("with ENABLE_API_EVENT_QUEUE=false does no catalogue or cache work and sends nothing", async () => {
+      // The same calls against two APIs: publishing off, and on with a warm cache and nobody listening.
+      const off = await setUp({ lane: false, env: { ENABLE_API_EVENT_QUEUE: "false" } });
+      const on = await setUp({ lane: false });
+      const queriesPerCall: number[][] = [];
+      for (const { harness, receiver } of [off, on]) {
+        await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["subscription.created"] });
+        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await harness.settled();
+        const counts: number[] = [];
+        for (let i = 0; i < 10; i++) {
+          const before = harness.hooklane.database.queryCount;
+          await harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: 1, currency: "usd" } });
+          await harness.settled();
+          counts.push(harness.hooklane.database.queryCount - before);
+        }
+        queriesPerCall.push(counts);
+      }
+      const { hooklane } = off.harness;
+      expect(hooklane.publisher.enabled).toBe(false);
+      expect(hooklane.publisher.stats).toEqual({ considered: 0, published: 0, unsubscribed: 0, failed: 0 });
+      expect(hooklane.subscriptions.loads).toBe(0);
+      expect(hooklane.transport.sent).toEqual({ route: 0, deliver: 0 });
+      // Off, each call costs exactly the handler's own statements: the same as on with a warm cache.
+      expect(queriesPerCall[0]).toEqual(queriesPerCall[1]);
+      expect(on.harness.hooklane.subscriptions.loads).toBe(1);
+      expect(off.receiver.posts.length).toBe(0);
+    });
+
+    it("creates no duplicate dispatch rows when the same route message is delivered again", async () => {
+      const { harness, receiver } = await setUp({ lane: false });
+      await subscribe(harness, receiver, "/a", { account: "acc_alice" });
+      await subscribe(harness, receiver, "/g", { ...ADMIN }, { scope: "global" });
+      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      const message = {
+        eventId: "evt_redelivered_0001",
+        type: "account.updated",
+        resourceId: "acc_alice",
+        occurredAt: new Date().toISOString(),
+        livemode: true,
+      };
+      const deps = { database: harness.hooklane.database, transport: harness.hooklane.transport };
+      expect((await handleRouteMessage(deps, message)).length).toBe(2);
+      expect(await handleRouteMessage(deps, message)).toEqual([]);
+      await Promise.all([handleRouteMessage(deps, message), handleRouteMessage(deps, message)]);
+      const rows = await harness.hooklane.database.db
+        .select({ n: count() })
+        .from(webhookDispatch)
+        .where(eq(webhookDispatch.eventId, message.eventId));
+      expect(rows[0]!.n).toBe(2);
+    });
+
+    describe("failures, with a compressed schedule (100 ms between attempts)", () => {
+      const until = async (harness: Harness, webhookId: string, done: (rows: Awaited<ReturnType<typeof dispatchesOf>>) => boolean) => {
+        for (let i = 0; i < 400; i++) {
+          const rows = await dispatchesOf(harness, webhookId);
+          if (rows.length > 0 && done(rows)) return rows;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        throw new Error(`dispatches of ${webhookId} never settled: ${JSON.stringify(await dispatchesOf(harness, webhookId))}`);
+      };
+      const attemptsOf = (harness: Harness, dispatchId: string) =>
+        harness.hooklane.database.db
+          .select()
+          .from(webhookAttempt)
+          .where(eq(webhookAttempt.dispatchId, dispatchId))
+          .orderBy(webhookAttempt.attempt);
+
+      it("fails 503 + Retry-After, 302, timeouts and refused connections; exhausts after 6 attempts with the same event and body", async () => {
+        const closedPort = await (async () => {
+          const probe = await startReceiver();
+          const url = probe.url;
+          await probe.close();
+          return url;
+        })();
+        const { harness, receiver } = await setUp({
+          env: { WEBHOOK_TIMEOUT_MS: "300" },
+          reply: (post): Reply => {
+            if (post.path === "/unavailable") return { status: 503, headers: { "retry-after": "1" } };
+            if (post.path === "/moved") return { status: 302, headers: { location: `${receiver.url}/elsewhere` } };
+            if (post.path === "/slow") return { delayMs: 1_500 };
+            return {};
+          },
+        });
+        const hooks = {
+          unavailable: await subscribe(harness, receiver, "/unavailable", { account: "acc_alice" }),
+          moved: await subscribe(harness, receiver, "/moved", { account: "acc_alice" }),
+          slow: await subscribe(harness, receiver, "/slow", { account: "acc_alice" }),
+        };
+        const refusedResponse = await harness.call("POST", "/v3/webhooks", {
+          account: "acc_alice",
+          body: { url: `${closedPort}/refused`, events: ["*"] },
+        });
+        const refused = refusedResponse.body as { id: string };
+        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await harness.settled();
+
+        const expectedClass = { unavailable: "http_status", moved: "redirect", slow: "timeout", refused: "connection_refused" };
+        for (const [name, hook] of Object.entries({ ...hooks, refused })) {
+          const [dispatch] = await until(harness, hook.id, (rows) => rows.every((row) => row.status === "exhausted"));
+          expect(dispatch!.attemptCount, name).toBe(6);
+          const attempts = await attemptsOf(harness, dispatch!.id);
+          expect(attempts.map((a) => a.attempt), name).toEqual([1, 2, 3, 4, 5, 6]);
+          expect(new Set(attempts.map((a) => a.errorClass)), name).toEqual(new Set([expectedClass[name as keyof typeof expectedClass]]));
+          expect(attempts.map((a) => a.outcome), name).toEqual(["retry", "retry", "retry", "retry", "retry", "failed"]);
+        }
+        const notifications = await harness.hooklane.database.db
+          .select()
+          .from(webhookNotification)
+          .where(eq(webhookNotification.kind, "dispatch.exhausted"));
+        expect(notifications.length).toBe(4);
+
+        for (const path of ["/unavailable", "/moved", "/slow"]) {
+          const posts = receiver.posts.filter((post) => post.path === path);
+          expect(posts.length, path).toBe(6);
+          expect(new Set(posts.map((post) => post.body)).size, path).toBe(1);
+          expect(new Set(posts.map((post) => post.headers["hooklane-event-id"])).size, path).toBe(1);
+          expect(posts.map((post) => post.headers["hooklane-attempt"]), path).toEqual(["1", "2", "3", "4", "5", "6"]);
+        }
+        // Retry-After: 1 was honoured between every pair of attempts, though the schedule says 100 ms.
+        const times = receiver.posts.filter((post) => post.path === "/unavailable").map((post) => post.receivedAt);
+        for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1_000);
+        // The redirect was never followed.
+        expect(receiver.posts.filter((post) => post.path === "/elsewhere")).toEqual([]);
+      });
+
+      it("disables the webhook on 410 Gone, notifies its owner, and keeps the dispatch", async () => {
+        const { harness, receiver } = await setUp({ reply: () => ({ status: 410 }) });
+        const hook = await subscribe(harness, receiver, "/gone", { account: "acc_alice" });
+        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await receiver.waitFor(1);
+        const [dispatch] = await until(harness, hook.id, (rows) => rows.every((row) => row.attemptCount === 1));
+        const [row] = await harness.hooklane.database.db.select().from(webhook).where(eq(webhook.id, hook.id));
+        expect(row!.status).toBe("disabled");
+        expect(dispatch!.status).toBe("error");
+        const notes = await harness.hooklane.database.db.select().from(webhookNotification).where(eq(webhookNotification.webhookId, hook.id));
+        expect(notes.map((note) => note.kind)).toEqual(["webhook.disabled"]);
+        // The dispatch stays due but is not attempted while the webhook is disabled.
+        await harness.hooklane.database.rows(sql`select 1`);
+        expect((await attemptsOf(harness, dispatch!.id)).length).toBe(1);
+      });
+    });
+  });
+}

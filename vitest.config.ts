@@ -1,0 +1,31 @@
+import { defineConfig } from "vitest/config";
+
+const integrationUrl = process.env.TEST_DATABASE_URL;
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["app/**/*.test.ts", "lib/**/*.test.ts", "scripts/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      // The integration suites need a real PostgreSQL; CI points them at one.
+      ...(integrationUrl
+        ? [
+            {
+              test: {
+                name: "integration",
+                include: ["test/integration/**/*.test.ts"],
+                testTimeout: 120_000,
+                hookTimeout: 60_000,
+              },
+            },
+          ]
+        : []),
+    ],
+  },
+});
