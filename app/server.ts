@@ -11,7 +11,9 @@ async function main(): Promise<void> {
   const server = serve({ fetch: createApp(hooklane).fetch, port: settings.port }, (info) => {
     const where = hooklane.database.kind === "pglite" ? `embedded PGlite in ${settings.pgliteDataDir}` : "PostgreSQL";
     console.log(`hooklane API on http://localhost:${info.port} (${where})`);
-    console.log(lane ? `webhook-out lane running in-process as ${lane.workerId}` : "webhook-out lane: off (run npm run worker)");
+    console.log(
+      lane ? `webhook-out lane running in-process as ${lane.workerId}` : "webhook-out lane: off (run npm run worker)",
+    );
     if (!settings.publishEnabled) console.log("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
   });
 

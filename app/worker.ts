@@ -5,7 +5,9 @@ import { createHooklane, startLane } from "../lib/create-hooklane.ts";
 async function main(): Promise<void> {
   const settings = config();
   if (!settings.databaseUrl) {
-    throw new ConfigError("DATABASE_URL: a worker process needs a shared PostgreSQL (the embedded database is single-process; npm start runs the lane in-process)");
+    throw new ConfigError(
+      "DATABASE_URL: a worker process needs a shared PostgreSQL (the embedded database is single-process; npm start runs the lane in-process)",
+    );
   }
   const hooklane = await createHooklane(settings);
   const lane = await startLane(hooklane);

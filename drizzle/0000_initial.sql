@@ -66,6 +66,7 @@ CREATE TABLE "webhook_attempt" (
 	"error_message" text,
 	"response_excerpt" text,
 	"signature" jsonb NOT NULL,
+	"worker" text NOT NULL,
 	"next_attempt_at" timestamp with time zone
 );
 --> statement-breakpoint

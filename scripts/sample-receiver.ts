@@ -12,9 +12,16 @@ export interface SampleReceiverOptions {
 }
 
 /** The receiver as a Hono app: POST on any path, 200 when verified (or unverifiable), 400 on a bad signature. */
-export function createSampleReceiver({ secret, brand = "Hooklane", log = console.log }: SampleReceiverOptions = {}): Hono {
+export function createSampleReceiver({
+  secret,
+  brand = "Hooklane",
+  log = console.log,
+}: SampleReceiverOptions = {}): Hono {
   const signatureHeader = `${brand}-Signature`;
-  if (!secret) log(`! WEBHOOK_SECRET is not set: deliveries are printed unverified (use the secret shown when the webhook was created)`);
+  if (!secret)
+    log(
+      `! WEBHOOK_SECRET is not set: deliveries are printed unverified (use the secret shown when the webhook was created)`,
+    );
 
   return new Hono().post("*", async (c) => {
     const body = await c.req.text();

@@ -29,9 +29,7 @@ export function ok(c: ApiContext, body: unknown, status: ContentfulStatusCode = 
   if (status >= 200 && status < 300 && c.req.method !== "GET" && c.req.method !== "HEAD") {
     const { publisher } = c.var.hooklane;
     if (publisher.enabled) {
-      waitUntil(
-        publisher.publish({ method: c.req.method, route: c.req.routePath, params: c.req.param(), body }),
-      );
+      waitUntil(publisher.publish({ method: c.req.method, route: c.req.routePath, params: c.req.param(), body }));
     }
   }
   return response;

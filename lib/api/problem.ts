@@ -9,7 +9,13 @@ export class ApiError extends Error {
   readonly detail: string | undefined;
   readonly extra: Record<string, unknown>;
 
-  constructor(status: ContentfulStatusCode, title: string, detail?: string, extra: Record<string, unknown> = {}, options?: ErrorOptions) {
+  constructor(
+    status: ContentfulStatusCode,
+    title: string,
+    detail?: string,
+    extra: Record<string, unknown> = {},
+    options?: ErrorOptions,
+  ) {
     super(title, options);
     this.status = status;
     this.detail = detail;

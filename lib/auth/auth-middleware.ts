@@ -10,7 +10,10 @@ export const requireAuth = createMiddleware<HooklaneEnv>(async (c, next) => {
   try {
     c.set("principal", await c.var.hooklane.verifyToken(match[1]!));
   } catch (error) {
-    return problem(c, new ApiError(401, "Unauthorized", "The bearer token is invalid or expired.", {}, { cause: error }));
+    return problem(
+      c,
+      new ApiError(401, "Unauthorized", "The bearer token is invalid or expired.", {}, { cause: error }),
+    );
   }
   await next();
 });

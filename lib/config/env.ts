@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parseDuration, parseRetrySchedule } from "./duration.ts";
+import { parseRetrySchedule } from "./duration.ts";
 
 const flag = (fallback: boolean) =>
   z
@@ -19,83 +19,84 @@ const list = z
           .filter(Boolean),
   );
 
-const schema = z
-  .object({
-    NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
-    PORT: z.coerce.number().int().min(0).max(65535).default(3000),
-    DATABASE_URL: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
-      .optional(),
-    PGLITE_DATA_DIR: z.string().default(".hooklane/pglite"),
-    ENABLE_API_EVENT_QUEUE: flag(true),
-    WEBHOOK_QUEUE_DRIVER: z.enum(["postgres"]).default("postgres"),
-    WEBHOOK_RETRY_SCHEDULE: z
-      .string()
-      .default("5s,30s,5m,1h,24h")
-      .transform((v, ctx) => {
-        try {
-          return parseRetrySchedule(v);
-        } catch (error) {
-          ctx.addIssue({ code: "custom", message: (error as Error).message });
-          return z.NEVER;
-        }
-      }),
-    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10_000),
-    WEBHOOK_ALLOWED_HOSTS: list,
-    WEBHOOK_BRAND: z
-      .string()
-      .regex(/^[A-Za-z][A-Za-z0-9-]{0,31}$/, "must be a header-safe word, e.g. Hooklane")
-      .default("Hooklane"),
-    WEBHOOK_SECRET_KEY: z
-      .string()
-      .regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 random bytes in base64url (43 characters)")
-      .optional(),
-    WEBHOOK_LIVEMODE: flag(true),
-    WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
-    WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
-    WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
-    WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(1_000).default(16),
-    AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-    AUTH_JWKS_URL: z.string().url().optional(),
-    HOOKLANE_LANE: z.enum(["on", "off"]).default("on"),
-  })
-  .transform((env, ctx) => {
-    const production = env.NODE_ENV === "production";
-    if (production && !env.WEBHOOK_SECRET_KEY) {
-      ctx.addIssue({ code: "custom", path: ["WEBHOOK_SECRET_KEY"], message: "is required in production" });
-    }
-    if (production && !env.AUTH_JWT_SECRET && !env.AUTH_JWKS_URL) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["AUTH_JWKS_URL"],
-        message: "AUTH_JWKS_URL or AUTH_JWT_SECRET is required in production",
-      });
-    }
-    return {
-      production,
-      port: env.PORT,
-      databaseUrl: env.DATABASE_URL,
-      pgliteDataDir: env.PGLITE_DATA_DIR,
-      publishEnabled: env.ENABLE_API_EVENT_QUEUE,
-      queueDriver: env.WEBHOOK_QUEUE_DRIVER,
-      retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
-      timeoutMs: env.WEBHOOK_TIMEOUT_MS,
-      allowedHosts: env.WEBHOOK_ALLOWED_HOSTS ?? (production ? [] : ["localhost"]),
-      brand: env.WEBHOOK_BRAND,
-      // Outside production a fixed development key keeps a laptop's data readable
-      // across restarts; production refuses to start without its own key.
-      secretKey: env.WEBHOOK_SECRET_KEY ?? DEVELOPMENT_SECRET_KEY,
-      livemode: env.WEBHOOK_LIVEMODE,
-      leaseMs: env.WEBHOOK_LEASE_MS,
-      batchSize: env.WEBHOOK_BATCH_SIZE,
-      concurrency: env.WEBHOOK_CONCURRENCY,
-      connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN,
-      jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
-      jwksUrl: env.AUTH_JWKS_URL,
-      laneInProcess: env.HOOKLANE_LANE === "on",
-    };
-  });
+/** Every variable hooklane reads, with its rule; `.env.example` documents each one. */
+export const envVariables = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional(),
+  PGLITE_DATA_DIR: z.string().default(".hooklane/pglite"),
+  ENABLE_API_EVENT_QUEUE: flag(true),
+  WEBHOOK_QUEUE_DRIVER: z.enum(["postgres"]).default("postgres"),
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default("5s,30s,5m,1h,24h")
+    .transform((v, ctx) => {
+      try {
+        return parseRetrySchedule(v);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    }),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10_000),
+  WEBHOOK_ALLOWED_HOSTS: list,
+  WEBHOOK_BRAND: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9-]{0,31}$/, "must be a header-safe word, e.g. Hooklane")
+    .default("Hooklane"),
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 random bytes in base64url (43 characters)")
+    .optional(),
+  WEBHOOK_LIVEMODE: flag(true),
+  WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
+  WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
+  WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(1_000).default(16),
+  AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  AUTH_JWKS_URL: z.string().url().optional(),
+  HOOKLANE_LANE: z.enum(["on", "off"]).default("on"),
+});
+
+const schema = envVariables.transform((env, ctx) => {
+  const production = env.NODE_ENV === "production";
+  if (production && !env.WEBHOOK_SECRET_KEY) {
+    ctx.addIssue({ code: "custom", path: ["WEBHOOK_SECRET_KEY"], message: "is required in production" });
+  }
+  if (production && !env.AUTH_JWT_SECRET && !env.AUTH_JWKS_URL) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["AUTH_JWKS_URL"],
+      message: "AUTH_JWKS_URL or AUTH_JWT_SECRET is required in production",
+    });
+  }
+  return {
+    production,
+    port: env.PORT,
+    databaseUrl: env.DATABASE_URL,
+    pgliteDataDir: env.PGLITE_DATA_DIR,
+    publishEnabled: env.ENABLE_API_EVENT_QUEUE,
+    queueDriver: env.WEBHOOK_QUEUE_DRIVER,
+    retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
+    timeoutMs: env.WEBHOOK_TIMEOUT_MS,
+    allowedHosts: env.WEBHOOK_ALLOWED_HOSTS ?? (production ? [] : ["localhost"]),
+    brand: env.WEBHOOK_BRAND,
+    // Outside production a fixed development key keeps a laptop's data readable
+    // across restarts; production refuses to start without its own key.
+    secretKey: env.WEBHOOK_SECRET_KEY ?? DEVELOPMENT_SECRET_KEY,
+    livemode: env.WEBHOOK_LIVEMODE,
+    leaseMs: env.WEBHOOK_LEASE_MS,
+    batchSize: env.WEBHOOK_BATCH_SIZE,
+    concurrency: env.WEBHOOK_CONCURRENCY,
+    connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN,
+    jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
+    jwksUrl: env.AUTH_JWKS_URL,
+    laneInProcess: env.HOOKLANE_LANE === "on",
+  };
+});
 
 export type Config = z.output<typeof schema>;
 

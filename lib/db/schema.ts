@@ -34,7 +34,9 @@ export const paymentDebt = pgTable(
   "payment_debt",
   {
     id: prefixedId("pd"),
-    account: text("account").notNull().references(() => account.id),
+    account: text("account")
+      .notNull()
+      .references(() => account.id),
     amount: numeric("amount", { precision: 14, scale: 2 }).notNull(),
     currency: text("currency").notNull(),
     status: text("status").notNull().default("open"),
@@ -48,7 +50,9 @@ export const subscription = pgTable(
   "subscription",
   {
     id: prefixedId("sub"),
-    account: text("account").notNull().references(() => account.id),
+    account: text("account")
+      .notNull()
+      .references(() => account.id),
     plan: text("plan").notNull(),
     status: text("status").notNull().default("active"),
     createdAt: createdAt(),
@@ -61,7 +65,9 @@ export const subscriptionHistory = pgTable(
   "subscription_history",
   {
     id: prefixedId("sh"),
-    subscription: text("subscription").notNull().references(() => subscription.id),
+    subscription: text("subscription")
+      .notNull()
+      .references(() => subscription.id),
     change: text("change").notNull(),
     createdAt: createdAt(),
   },
@@ -186,6 +192,8 @@ export const webhookAttempt = pgTable(
     errorMessage: text("error_message"),
     responseExcerpt: text("response_excerpt"),
     signature: jsonb("signature").$type<SignatureManifest>().notNull(),
+    /** The lane worker that sent it. */
+    worker: text("worker").notNull(),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [uniqueIndex("webhook_attempt_dispatch_attempt_key").on(t.dispatchId, t.attempt)],

@@ -12,4 +12,5 @@ export function webhookScope(principal: Principal): SQL {
   return principal.admin ? or(own, isNull(webhook.account))! : own;
 }
 
-export const webhookInScope = (principal: Principal, id: string): SQL => and(eq(webhook.id, id), webhookScope(principal))!;
+export const webhookInScope = (principal: Principal, id: string): SQL =>
+  and(eq(webhook.id, id), webhookScope(principal))!;

@@ -11,7 +11,11 @@ export interface Harness {
   hooklane: Hooklane;
   lane: Lane | undefined;
   /** Calls the API in-process with a token for `account` (admin when asked). */
-  call(method: string, path: string, options?: { body?: unknown; account?: string; admin?: boolean }): Promise<{ status: number; body: any }>;
+  call(
+    method: string,
+    path: string,
+    options?: { body?: unknown; account?: string; admin?: boolean },
+  ): Promise<{ status: number; body: any }>;
   /** Waits for every publish the API started. */
   settled(): Promise<void>;
   close(): Promise<void>;

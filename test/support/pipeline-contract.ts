@@ -21,14 +21,22 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
       await Promise.all(open.splice(0).map((thing) => thing.close()));
     });
 
-    async function setUp(options: { env?: Record<string, string>; lane?: boolean; reply?: (post: ReceivedPost) => Reply } = {}) {
+    async function setUp(
+      options: { env?: Record<string, string>; lane?: boolean; reply?: (post: ReceivedPost) => Reply } = {},
+    ) {
       const receiver = await startReceiver(options.reply);
       const harness = await startHarness(factory, options);
       open.push(harness, receiver);
       return { receiver, harness };
     }
 
-    async function subscribe(harness: Harness, receiver: TestReceiver, path: string, who: { account: string; admin?: boolean }, body: Record<string, unknown> = {}) {
+    async function subscribe(
+      harness: Harness,
+      receiver: TestReceiver,
+      path: string,
+      who: { account: string; admin?: boolean },
+      body: Record<string, unknown> = {},
+    ) {
       const response = await harness.call("POST", "/v3/webhooks", {
         ...who,
         body: { url: `${receiver.url}${path}`, events: ["*"], ...body },
@@ -38,7 +46,10 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
     }
 
     async function dispatchesOf(harness: Harness, webhookId: string) {
-      return harness.hooklane.database.db.select().from(webhookDispatch).where(eq(webhookDispatch.webhookId, webhookId));
+      return harness.hooklane.database.db
+        .select()
+        .from(webhookDispatch)
+        .where(eq(webhookDispatch.webhookId, webhookId));
     }
 
     it("routes each owner strategy: account webhooks get their account's events, global ones get all", async () => {
@@ -54,10 +65,24 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
       };
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } })); // self
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_bob", name: "Bob" } })); // self
-      const debt = await expectOk(harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: "12.50", currency: "eur" } })); // direct
-      const sub = await expectOk(harness.call("POST", "/v3/subscriptions", { account: "acc_bob", body: { plan: "pro" } })); // direct
-      await expectOk(harness.call("POST", `/v3/subscriptions/${sub.id}/history`, { account: "acc_bob", body: { change: "upgraded" } })); // via
-      await expectOk(harness.call("POST", "/v3/general-addresses", { account: "acc_alice", body: { line1: "1 Main St", city: "Lima", country: "PE" } })); // none
+      const debt = await expectOk(
+        harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: "12.50", currency: "eur" } }),
+      ); // direct
+      const sub = await expectOk(
+        harness.call("POST", "/v3/subscriptions", { account: "acc_bob", body: { plan: "pro" } }),
+      ); // direct
+      await expectOk(
+        harness.call("POST", `/v3/subscriptions/${sub.id}/history`, {
+          account: "acc_bob",
+          body: { change: "upgraded" },
+        }),
+      ); // via
+      await expectOk(
+        harness.call("POST", "/v3/general-addresses", {
+          account: "acc_alice",
+          body: { line1: "1 Main St", city: "Lima", country: "PE" },
+        }),
+      ); // none
       await expectOk(harness.call("DELETE", `/v3/payment-debts/${debt.id}`, { account: "acc_alice" })); // none (purged)
       await harness.settled();
 
@@ -71,7 +96,11 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
           })
           .sort();
       expect(seen("/alice")).toEqual(["account.created acc_alice", "payment-debt.created acc_alice"]);
-      expect(seen("/bob")).toEqual(["account.created acc_bob", "subscription.created acc_bob", "subscription.history.created acc_bob"]);
+      expect(seen("/bob")).toEqual([
+        "account.created acc_bob",
+        "subscription.created acc_bob",
+        "subscription.history.created acc_bob",
+      ]);
       expect(seen("/global")).toEqual([
         "account.created acc_alice",
         "account.created acc_bob",
@@ -89,11 +118,25 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
 
     it("sends a thin, Stripe-verifiable body with the contract's headers", async () => {
       const { harness, receiver } = await setUp();
-      const hook = await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["account.created"] });
+      const hook = await subscribe(
+        harness,
+        receiver,
+        "/hook",
+        { account: "acc_alice" },
+        { events: ["account.created"] },
+      );
       await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
       const [post] = await receiver.waitFor(1);
-      const event = stripe.webhooks.constructEvent(post!.body, String(post!.headers["hooklane-signature"]), hook.secret);
-      expect(event).toMatchObject({ type: "account.created", livemode: true, data: { object: "account", id: "acc_alice", account: "acc_alice" } });
+      const event = stripe.webhooks.constructEvent(
+        post!.body,
+        String(post!.headers["hooklane-signature"]),
+        hook.secret,
+      );
+      expect(event).toMatchObject({
+        type: "account.created",
+        livemode: true,
+        data: { object: "account", id: "acc_alice", account: "acc_alice" },
+      });
       expect(Object.keys(JSON.parse(post!.body))).toEqual(["id", "type", "created", "livemode", "data"]);
       expect(post!.headers["content-type"]).toBe("application/json");
       expect(post!.headers["user-agent"]).toMatch(/^Hooklane-Webhooks\/\d+\.\d+\.\d+/);
@@ -129,7 +172,10 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
       await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["subscription.created"] });
       await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
       for (let i = 0; i < 5; i++) {
-        const response = await harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: 1, currency: "usd" } });
+        const response = await harness.call("POST", "/v3/payment-debts", {
+          account: "acc_alice",
+          body: { amount: 1, currency: "usd" },
+        });
         expect(response.status).toBe(201);
       }
       await harness.settled();
@@ -152,7 +198,10 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
         const counts: number[] = [];
         for (let i = 0; i < 10; i++) {
           const before = harness.hooklane.database.queryCount;
-          await harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: 1, currency: "usd" } });
+          await harness.call("POST", "/v3/payment-debts", {
+            account: "acc_alice",
+            body: { amount: 1, currency: "usd" },
+          });
           await harness.settled();
           counts.push(harness.hooklane.database.queryCount - before);
         }
@@ -193,13 +242,19 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
     });
 
     describe("failures, with a compressed schedule (100 ms between attempts)", () => {
-      const until = async (harness: Harness, webhookId: string, done: (rows: Awaited<ReturnType<typeof dispatchesOf>>) => boolean) => {
+      const until = async (
+        harness: Harness,
+        webhookId: string,
+        done: (rows: Awaited<ReturnType<typeof dispatchesOf>>) => boolean,
+      ) => {
         for (let i = 0; i < 400; i++) {
           const rows = await dispatchesOf(harness, webhookId);
           if (rows.length > 0 && done(rows)) return rows;
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
-        throw new Error(`dispatches of ${webhookId} never settled: ${JSON.stringify(await dispatchesOf(harness, webhookId))}`);
+        throw new Error(
+          `dispatches of ${webhookId} never settled: ${JSON.stringify(await dispatchesOf(harness, webhookId))}`,
+        );
       };
       const attemptsOf = (harness: Harness, dispatchId: string) =>
         harness.hooklane.database.db
@@ -237,14 +292,27 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
         await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
         await harness.settled();
 
-        const expectedClass = { unavailable: "http_status", moved: "redirect", slow: "timeout", refused: "connection_refused" };
+        const expectedClass = {
+          unavailable: "http_status",
+          moved: "redirect",
+          slow: "timeout",
+          refused: "connection_refused",
+        };
         for (const [name, hook] of Object.entries({ ...hooks, refused })) {
           const [dispatch] = await until(harness, hook.id, (rows) => rows.every((row) => row.status === "exhausted"));
           expect(dispatch!.attemptCount, name).toBe(6);
           const attempts = await attemptsOf(harness, dispatch!.id);
-          expect(attempts.map((a) => a.attempt), name).toEqual([1, 2, 3, 4, 5, 6]);
-          expect(new Set(attempts.map((a) => a.errorClass)), name).toEqual(new Set([expectedClass[name as keyof typeof expectedClass]]));
-          expect(attempts.map((a) => a.outcome), name).toEqual(["retry", "retry", "retry", "retry", "retry", "failed"]);
+          expect(
+            attempts.map((a) => a.attempt),
+            name,
+          ).toEqual([1, 2, 3, 4, 5, 6]);
+          expect(new Set(attempts.map((a) => a.errorClass)), name).toEqual(
+            new Set([expectedClass[name as keyof typeof expectedClass]]),
+          );
+          expect(
+            attempts.map((a) => a.outcome),
+            name,
+          ).toEqual(["retry", "retry", "retry", "retry", "retry", "failed"]);
         }
         const notifications = await harness.hooklane.database.db
           .select()
@@ -257,7 +325,10 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
           expect(posts.length, path).toBe(6);
           expect(new Set(posts.map((post) => post.body)).size, path).toBe(1);
           expect(new Set(posts.map((post) => post.headers["hooklane-event-id"])).size, path).toBe(1);
-          expect(posts.map((post) => post.headers["hooklane-attempt"]), path).toEqual(["1", "2", "3", "4", "5", "6"]);
+          expect(
+            posts.map((post) => post.headers["hooklane-attempt"]),
+            path,
+          ).toEqual(["1", "2", "3", "4", "5", "6"]);
         }
         // Retry-After: 1 was honoured between every pair of attempts, though the schedule says 100 ms.
         const times = receiver.posts.filter((post) => post.path === "/unavailable").map((post) => post.receivedAt);
@@ -275,7 +346,10 @@ export function describePipeline(name: string, factory: DatabaseFactory): void {
         const [row] = await harness.hooklane.database.db.select().from(webhook).where(eq(webhook.id, hook.id));
         expect(row!.status).toBe("disabled");
         expect(dispatch!.status).toBe("error");
-        const notes = await harness.hooklane.database.db.select().from(webhookNotification).where(eq(webhookNotification.webhookId, hook.id));
+        const notes = await harness.hooklane.database.db
+          .select()
+          .from(webhookNotification)
+          .where(eq(webhookNotification.webhookId, hook.id));
         expect(notes.map((note) => note.kind)).toEqual(["webhook.disabled"]);
         // The dispatch stays due but is not attempted while the webhook is disabled.
         await harness.hooklane.database.rows(sql`select 1`);

@@ -20,7 +20,10 @@ export interface TestReceiver {
   url: string;
   posts: ReceivedPost[];
   /** Resolves once at least `count` posts matching `filter` arrived; rejects after `timeoutMs`. */
-  waitFor(count: number, options?: { filter?: (post: ReceivedPost) => boolean; timeoutMs?: number }): Promise<ReceivedPost[]>;
+  waitFor(
+    count: number,
+    options?: { filter?: (post: ReceivedPost) => boolean; timeoutMs?: number },
+  ): Promise<ReceivedPost[]>;
   close(): Promise<void>;
 }
 
@@ -32,7 +35,12 @@ export async function startReceiver(reply: (post: ReceivedPost) => Reply = () =>
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const post = { path: req.url ?? "/", headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), receivedAt: Date.now() };
+      const post = {
+        path: req.url ?? "/",
+        headers: req.headers,
+        body: Buffer.concat(chunks).toString("utf8"),
+        receivedAt: Date.now(),
+      };
       posts.push(post);
       for (const wake of waiters) wake();
       const answer = reply(post);

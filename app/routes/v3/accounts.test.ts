@@ -45,7 +45,9 @@ describe("POST /v3/accounts", () => {
 
 describe("PATCH /v3/accounts/:id", () => {
   it("lets an account update itself and emits account.updated", async () => {
-    const response = await api.call(api.alice, "PATCH", `/v3/accounts/${api.alice.account}`, { email: "alice@example.test" });
+    const response = await api.call(api.alice, "PATCH", `/v3/accounts/${api.alice.account}`, {
+      email: "alice@example.test",
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id: api.alice.account, name: "alice", email: "alice@example.test" });
     expect(api.events().at(-1)).toEqual({ type: "account.updated", id: api.alice.account });

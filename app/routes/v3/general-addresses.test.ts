@@ -10,7 +10,11 @@ beforeAll(async () => {
 afterAll(() => api.database.close());
 
 async function createAddress(principal: Principal) {
-  const response = await api.call(principal, "POST", "/v3/general-addresses", { line1: "1 Main St", city: "Madrid", country: "es" });
+  const response = await api.call(principal, "POST", "/v3/general-addresses", {
+    line1: "1 Main St",
+    city: "Madrid",
+    country: "es",
+  });
   expect(response.status).toBe(201);
   return response.json();
 }
@@ -18,7 +22,12 @@ async function createAddress(principal: Principal) {
 describe("general addresses", () => {
   it("lets any caller create one and emits general.address.created with its id", async () => {
     const address = await createAddress(api.alice);
-    expect(address).toMatchObject({ id: expect.stringMatching(/^addr_/), line1: "1 Main St", city: "Madrid", country: "ES" });
+    expect(address).toMatchObject({
+      id: expect.stringMatching(/^addr_/),
+      line1: "1 Main St",
+      city: "Madrid",
+      country: "ES",
+    });
     expect(api.events().at(-1)).toEqual({ type: "general.address.created", id: address.id });
   });
 

@@ -37,11 +37,7 @@ export function generalAddressRoutes(): Hono<HooklaneEnv> {
     "/v3/general-addresses/:id",
     handler(async (c) => {
       const input = updateAddress.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db
-        .update(generalAddress)
-        .set(input)
-        .where(requested(c))
-        .returning();
+      const [row] = await c.var.hooklane.database.db.update(generalAddress).set(input).where(requested(c)).returning();
       if (!row) throw notFound("general address");
       return ok(c, row);
     }),

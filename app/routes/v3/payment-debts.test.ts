@@ -10,7 +10,11 @@ beforeAll(async () => {
 afterAll(() => api.database.close());
 
 async function createDebt(principal: Principal, body: Record<string, unknown> = {}) {
-  const response = await api.call(principal, "POST", "/v3/payment-debts", { amount: "10.00", currency: "EUR", ...body });
+  const response = await api.call(principal, "POST", "/v3/payment-debts", {
+    amount: "10.00",
+    currency: "EUR",
+    ...body,
+  });
   expect(response.status).toBe(201);
   return response.json();
 }
@@ -41,7 +45,11 @@ describe("POST /v3/payment-debts", () => {
 
   it("lets an admin create for any existing account", async () => {
     expect(await createDebt(api.admin, { account: api.bob.account })).toMatchObject({ account: api.bob.account });
-    const unknown = await api.call(api.admin, "POST", "/v3/payment-debts", { amount: 1, currency: "EUR", account: "acc_nope" });
+    const unknown = await api.call(api.admin, "POST", "/v3/payment-debts", {
+      amount: 1,
+      currency: "EUR",
+      account: "acc_nope",
+    });
     expect(unknown.status).toBe(422);
     expect(await fieldsOf(unknown)).toEqual(["account"]);
   });
@@ -100,7 +108,9 @@ describe("another account's debt", () => {
       expect(await response.json()).toMatchObject({ title: "Not Found", detail: "No such payment debt." });
     }
     expect(api.events()).toHaveLength(before);
-    expect(await (await api.call(api.bob, "GET", `/v3/payment-debts/${debt.id}`)).json()).toMatchObject({ status: "open" });
+    expect(await (await api.call(api.bob, "GET", `/v3/payment-debts/${debt.id}`)).json()).toMatchObject({
+      status: "open",
+    });
   });
 });
 

@@ -77,7 +77,10 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
   app.get(
     "/v3/payment-debts/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db.select().from(paymentDebt).where(requestedRow(c, paymentDebt.id, paymentDebt.account));
+      const [row] = await c.var.hooklane.database.db
+        .select()
+        .from(paymentDebt)
+        .where(requestedRow(c, paymentDebt.id, paymentDebt.account));
       if (!row) throw notFound("payment debt");
       return c.json(row);
     }),

@@ -73,7 +73,8 @@ export async function resourceTestApi(): Promise<ResourceTestApi> {
       published.map((transaction) => {
         const entry = catalogueByRoute(transaction.method, transaction.route);
         if (!entry) return { type: undefined, id: undefined };
-        const source = entry.idFrom.source === "param" ? transaction.params : (transaction.body as Record<string, unknown>);
+        const source =
+          entry.idFrom.source === "param" ? transaction.params : (transaction.body as Record<string, unknown>);
         return { type: entry.internal, id: source[entry.idFrom.name] };
       }),
   };

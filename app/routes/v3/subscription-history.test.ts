@@ -13,10 +13,16 @@ afterAll(() => api.database.close());
 
 describe("POST /v3/subscriptions/:id/history", () => {
   it("records a change and emits subscription.history.created with the new entry's id", async () => {
-    const response = await api.call(api.alice, "POST", `/v3/subscriptions/${alicesSubscription}/history`, { change: "upgraded" });
+    const response = await api.call(api.alice, "POST", `/v3/subscriptions/${alicesSubscription}/history`, {
+      change: "upgraded",
+    });
     expect(response.status).toBe(201);
     const entry = await response.json();
-    expect(entry).toMatchObject({ id: expect.stringMatching(/^sh_/), subscription: alicesSubscription, change: "upgraded" });
+    expect(entry).toMatchObject({
+      id: expect.stringMatching(/^sh_/),
+      subscription: alicesSubscription,
+      change: "upgraded",
+    });
     expect(api.events().at(-1)).toEqual({ type: "subscription.history.created", id: entry.id });
   });
 
@@ -46,7 +52,9 @@ describe("GET /v3/subscriptions/:id/history", () => {
 describe("another account's subscription history", () => {
   it("answers 404 to reads and writes and records nothing", async () => {
     const before = api.events().length;
-    const write = await api.call(api.bob, "POST", `/v3/subscriptions/${alicesSubscription}/history`, { change: "hijacked" });
+    const write = await api.call(api.bob, "POST", `/v3/subscriptions/${alicesSubscription}/history`, {
+      change: "hijacked",
+    });
     expect(write.status).toBe(404);
     expect((await api.call(api.bob, "GET", `/v3/subscriptions/${alicesSubscription}/history`)).status).toBe(404);
     expect(api.events()).toHaveLength(before);

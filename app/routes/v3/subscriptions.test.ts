@@ -23,12 +23,19 @@ const historyOf = (id: string) =>
 describe("POST /v3/subscriptions", () => {
   it("creates a subscription for the caller and emits subscription.created with its id", async () => {
     const created = await createSubscription(api.alice, { account: api.bob.account });
-    expect(created).toMatchObject({ id: expect.stringMatching(/^sub_/), account: api.alice.account, plan: "pro", status: "active" });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^sub_/),
+      account: api.alice.account,
+      plan: "pro",
+      status: "active",
+    });
     expect(api.events().at(-1)).toEqual({ type: "subscription.created", id: created.id });
   });
 
   it("lets an admin create one for another account", async () => {
-    expect(await createSubscription(api.admin, { account: api.bob.account })).toMatchObject({ account: api.bob.account });
+    expect(await createSubscription(api.admin, { account: api.bob.account })).toMatchObject({
+      account: api.bob.account,
+    });
   });
 
   it("answers 422 naming the missing plan", async () => {
@@ -41,7 +48,10 @@ describe("POST /v3/subscriptions", () => {
 describe("PATCH /v3/subscriptions/:id", () => {
   it("changes plan and status and emits subscription.updated", async () => {
     const created = await createSubscription(api.alice);
-    const response = await api.call(api.alice, "PATCH", `/v3/subscriptions/${created.id}`, { plan: "team", status: "paused" });
+    const response = await api.call(api.alice, "PATCH", `/v3/subscriptions/${created.id}`, {
+      plan: "team",
+      status: "paused",
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toMatchObject({ id: created.id, plan: "team", status: "paused" });
     expect(api.events().at(-1)).toEqual({ type: "subscription.updated", id: created.id });
@@ -78,7 +88,9 @@ describe("another account's subscription", () => {
       expect(response.status).toBe(404);
     }
     expect(api.events()).toHaveLength(before);
-    expect(await (await api.call(api.bob, "GET", `/v3/subscriptions/${created.id}`)).json()).toMatchObject({ plan: "pro" });
+    expect(await (await api.call(api.bob, "GET", `/v3/subscriptions/${created.id}`)).json()).toMatchObject({
+      plan: "pro",
+    });
     expect(await historyOf(created.id)).toHaveLength(1);
   });
 });

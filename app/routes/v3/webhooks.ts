@@ -49,9 +49,14 @@ function checkEvents(events: readonly string[]): string[] {
     if (name === "*") continue;
     const entry = catalogueByInternal(name);
     if (!entry || entry.deprecated) {
-      throw new ApiError(422, "Unprocessable Content", `events[${index}]: ${name} is not an event type you can subscribe to`, {
-        errors: [{ field: `events[${index}]`, message: `unknown or deprecated event type ${name}` }],
-      });
+      throw new ApiError(
+        422,
+        "Unprocessable Content",
+        `events[${index}]: ${name} is not an event type you can subscribe to`,
+        {
+          errors: [{ field: `events[${index}]`, message: `unknown or deprecated event type ${name}` }],
+        },
+      );
     }
   }
   return unique;
@@ -109,7 +114,10 @@ export function webhookRoutes() {
           and(
             webhookScope(principal),
             after
-              ? or(lt(webhook.createdAt, after.createdAt), and(eq(webhook.createdAt, after.createdAt), lt(webhook.id, after.id)))
+              ? or(
+                  lt(webhook.createdAt, after.createdAt),
+                  and(eq(webhook.createdAt, after.createdAt), lt(webhook.id, after.id)),
+                )
               : undefined,
           ),
         )
@@ -139,7 +147,11 @@ export function webhookRoutes() {
   return app;
 }
 
-async function cursorRow(db: HooklaneEnv["Variables"]["hooklane"]["database"]["db"], principal: HooklaneEnv["Variables"]["principal"], id: string) {
+async function cursorRow(
+  db: HooklaneEnv["Variables"]["hooklane"]["database"]["db"],
+  principal: HooklaneEnv["Variables"]["principal"],
+  id: string,
+) {
   const [row] = await db
     .select({ id: webhook.id, createdAt: webhook.createdAt })
     .from(webhook)

@@ -25,7 +25,11 @@ export interface AttemptRecord {
  * computed from the database clock at recording time, so a retry can come
  * later than planned but never earlier.
  */
-export async function recordAttempts(database: Database, workerId: string, records: readonly AttemptRecord[]): Promise<void> {
+export async function recordAttempts(
+  database: Database,
+  workerId: string,
+  records: readonly AttemptRecord[],
+): Promise<void> {
   if (records.length === 0) return;
   const json = JSON.stringify(
     records.map((r) => ({
@@ -68,9 +72,9 @@ export async function recordAttempts(database: Database, workerId: string, recor
       returning d.id
     )
     insert into webhook_attempt (dispatch_id, attempt, started_at, duration_ms, outcome, status_code,
-      error_class, error_message, response_excerpt, signature, next_attempt_at)
+      error_class, error_message, response_excerpt, signature, worker, next_attempt_at)
     select r.id, r.attempt, r.started_at, r.duration_ms, r.outcome, r.status_code,
-      r.error_class, r.error_message, r.response_excerpt, r.signature, r.next_at
+      r.error_class, r.error_message, r.response_excerpt, r.signature, ${workerId}, r.next_at
     from r
     on conflict (dispatch_id, attempt) do nothing
   `);

@@ -58,7 +58,9 @@ describe("readCatalogueSource", () => {
   it("names the file of a document that is not JSON", () => {
     const source = sourceCopy();
     writeFileSync(join(source.dir, "general-address.json"), "{ events: [");
-    expect(() => readCatalogueSource(source.dir)).toThrow(`${source.label}/general-address.json: (file): not valid JSON`);
+    expect(() => readCatalogueSource(source.dir)).toThrow(
+      `${source.label}/general-address.json: (file): not valid JSON`,
+    );
   });
 
   it("rejects an owner that names a table or column the schema does not have", () => {

@@ -100,7 +100,8 @@ function checkOwner(owner: OwnerStrategy, at: (field: string) => string): void {
   const requireColumn = (tableField: string, table: string, columnField: string, column: string) => {
     const columns = TABLE_COLUMNS.get(table);
     if (!columns) throw new Error(`${at(`owner.${tableField}`)}: no table "${table}" in lib/db/schema.ts`);
-    if (!columns.has(column)) throw new Error(`${at(`owner.${columnField}`)}: table "${table}" has no column "${column}"`);
+    if (!columns.has(column))
+      throw new Error(`${at(`owner.${columnField}`)}: table "${table}" has no column "${column}"`);
   };
   if (owner.kind === "direct") requireColumn("table", owner.table, "column", owner.column);
   if (owner.kind === "via") {

@@ -23,7 +23,11 @@ describe("webhook event catalogue", () => {
   });
 
   it("finds an event by its internal name", () => {
-    expect(catalogueByInternal("account.created")).toMatchObject({ method: "POST", route: "/v3/accounts", owner: { kind: "self" } });
+    expect(catalogueByInternal("account.created")).toMatchObject({
+      method: "POST",
+      route: "/v3/accounts",
+      owner: { kind: "self" },
+    });
     expect(catalogueByInternal("account.deleted")).toBeUndefined();
   });
 

@@ -70,7 +70,11 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
 }
 
 /** Reads up to `max` bytes of a body (dropping the rest) and returns the first `keep` as text. */
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(): void }, max: number, keep: number): Promise<string | null> {
+async function readExcerpt(
+  body: AsyncIterable<Buffer> & { destroy(): void },
+  max: number,
+  keep: number,
+): Promise<string | null> {
   const chunks: Buffer[] = [];
   let read = 0;
   for await (const chunk of body) {

@@ -36,7 +36,11 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
   const startedAt = new Date();
   const timestamp = Math.floor(startedAt.getTime() / 1_000);
   const secrets = [await deps.secrets.unseal(dispatch.secretSealed)];
-  if (dispatch.previousSecretSealed && dispatch.previousSecretExpiresAt && dispatch.previousSecretExpiresAt > startedAt) {
+  if (
+    dispatch.previousSecretSealed &&
+    dispatch.previousSecretExpiresAt &&
+    dispatch.previousSecretExpiresAt > startedAt
+  ) {
     secrets.push(await deps.secrets.unseal(dispatch.previousSecretSealed));
   }
   const signed = signatureHeaders({
@@ -59,7 +63,14 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     );
   } catch (error) {
     if (!(error instanceof CallbackUrlError)) throw error;
-    outcome = { kind: "failure", errorClass: "blocked", message: error.message, statusCode: null, responseExcerpt: null, gone: false };
+    outcome = {
+      kind: "failure",
+      errorClass: "blocked",
+      message: error.message,
+      statusCode: null,
+      responseExcerpt: null,
+      gone: false,
+    };
   }
   const durationMs = Date.now() - startedAt.getTime();
 
@@ -76,7 +87,15 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     signature: signed.manifest,
   };
   if (outcome.kind === "success") {
-    return { ...base, status: "success", retryInMs: null, outcome: "success", errorClass: null, errorMessage: null, gone: false };
+    return {
+      ...base,
+      status: "success",
+      retryInMs: null,
+      outcome: "success",
+      errorClass: null,
+      errorMessage: null,
+      gone: false,
+    };
   }
   const decision = decideRetry({
     attempt: dispatch.attempt,

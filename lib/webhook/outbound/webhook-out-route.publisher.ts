@@ -47,7 +47,8 @@ export function createApiEventPublisher(deps: {
       return;
     }
     const resourceId = resourceIdOf(entry, transaction);
-    if (!resourceId) throw new Error(`${entry.internal}: no resource id at ${entry.idFrom.source}.${entry.idFrom.name}`);
+    if (!resourceId)
+      throw new Error(`${entry.internal}: no resource id at ${entry.idFrom.source}.${entry.idFrom.name}`);
     await deps.transport.sendRoute({
       eventId: newEventId(),
       type: entry.internal,
@@ -78,6 +79,7 @@ export function createApiEventPublisher(deps: {
 
 function resourceIdOf(entry: CatalogueEntry, transaction: ApiTransaction): string | undefined {
   const { source, name } = entry.idFrom;
-  const value = source === "param" ? transaction.params[name] : (transaction.body as Record<string, unknown> | null)?.[name];
+  const value =
+    source === "param" ? transaction.params[name] : (transaction.body as Record<string, unknown> | null)?.[name];
   return typeof value === "string" || typeof value === "number" ? String(value) : undefined;
 }

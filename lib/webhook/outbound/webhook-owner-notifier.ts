@@ -17,7 +17,10 @@ export async function applyAttemptConsequences(database: Database, results: read
         .where(and(eq(webhook.id, result.webhookId), ne(webhook.status, "disabled")))
         .returning({ id: webhook.id });
       if (disabled.length > 0) {
-        await notify(database, result, "webhook.disabled", { reason: "endpoint answered 410 Gone", dispatchId: result.dispatchId });
+        await notify(database, result, "webhook.disabled", {
+          reason: "endpoint answered 410 Gone",
+          dispatchId: result.dispatchId,
+        });
       }
     }
     if (result.status === "exhausted") {

@@ -10,9 +10,7 @@ export const RETRY = {
   retryAfterCapMs: 86_400_000,
 } as const;
 
-export type RetryDecision =
-  | { kind: "retry"; delayMs: number }
-  | { kind: "exhausted" };
+export type RetryDecision = { kind: "retry"; delayMs: number } | { kind: "exhausted" };
 
 /**
  * Decides what follows failed attempt number `attempt` (1-based): the delay

@@ -61,7 +61,13 @@ describe("hooklane-v1", () => {
 
   it("uses the configured brand as the header prefix", () => {
     const { headers } = signatureHeaders({
-      scheme: "hooklane-v1", brand: "Acme", eventId: "evt_1", attempt: 1, payload, secrets: [active], timestamp: now(),
+      scheme: "hooklane-v1",
+      brand: "Acme",
+      eventId: "evt_1",
+      attempt: 1,
+      payload,
+      secrets: [active],
+      timestamp: now(),
     });
     expect(Object.keys(headers).sort()).toEqual(["Acme-Attempt", "Acme-Event-Id", "Acme-Signature"]);
   });

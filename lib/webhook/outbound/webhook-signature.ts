@@ -27,7 +27,10 @@ export function generateWebhookSecret(): string {
  * string); standard-webhooks keys the HMAC with the base64-decoded part after `whsec_`.
  * Throws when `secrets` is empty. Content-Type and User-Agent are the sender's job.
  */
-export function signatureHeaders(input: SignatureInput): { headers: Record<string, string>; manifest: SignatureManifest } {
+export function signatureHeaders(input: SignatureInput): {
+  headers: Record<string, string>;
+  manifest: SignatureManifest;
+} {
   const { scheme, brand, eventId, attempt, payload, secrets, timestamp } = input;
   if (secrets.length === 0) throw new Error(`cannot sign event ${eventId}: the webhook has no secret`);
   const headers: Record<string, string> = {

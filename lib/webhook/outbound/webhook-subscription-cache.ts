@@ -48,7 +48,8 @@ export function createSubscriptionCache(
   return {
     async has(internal) {
       if (mustWait || !internals) await load();
-      else if (now() >= expiresAt) load().catch((error) => console.error("[publish] subscriber set refresh failed", error));
+      else if (now() >= expiresAt)
+        load().catch((error) => console.error("[publish] subscriber set refresh failed", error));
       return internals!.has(internal) || internals!.has("*");
     },
     invalidate() {

@@ -81,7 +81,10 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
       return;
     }
     const done = await Promise.all(jobs.map(routeOne));
-    await deleteRouteJobs(database, jobs.filter((_, i) => done[i]).map((job) => job.id));
+    await deleteRouteJobs(
+      database,
+      jobs.filter((_, i) => done[i]).map((job) => job.id),
+    );
   }
 
   /** Routes one job; true when it can be removed (routed, or poison and recorded). */
