@@ -1,11 +1,24 @@
 import { z } from "zod";
-import { parseRetrySchedule } from "./duration.ts";
+import { parseDuration, parseRetrySchedule } from "./duration.ts";
 
 const flag = (fallback: boolean) =>
   z
     .enum(["true", "false", "1", "0", ""])
     .optional()
     .transform((v) => (v === undefined || v === "" ? fallback : v === "true" || v === "1"));
+
+const duration = (fallback: string) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((v, ctx) => {
+      try {
+        return parseDuration(v);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+    });
 
 const list = z
   .string()
@@ -59,6 +72,14 @@ export const envVariables = z.object({
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.string().url().optional(),
   HOOKLANE_LANE: z.enum(["on", "off"]).default("on"),
+  RUNTIME_OUTBOUND_ENABLED: flag(true),
+  SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
+    .optional(),
+  SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
+  WEBHOOK_DISABLE_AFTER: duration("7d"),
+  CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
 });
 
 const schema = envVariables.transform((env, ctx) => {
@@ -95,6 +116,15 @@ const schema = envVariables.transform((env, ctx) => {
     jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
     jwksUrl: env.AUTH_JWKS_URL,
     laneInProcess: env.HOOKLANE_LANE === "on",
+    outboundEnabled: env.RUNTIME_OUTBOUND_ENABLED,
+    smtpUrl: env.SMTP_URL,
+    smtpFrom: env.SMTP_FROM,
+    disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
+    // A laptop syncs the catalogue on start; production waits for ops to run the sync.
+    catalogueAutoSync:
+      env.CATALOGUE_AUTO_SYNC === undefined
+        ? !production
+        : env.CATALOGUE_AUTO_SYNC === "true" || env.CATALOGUE_AUTO_SYNC === "1",
   };
 });
 

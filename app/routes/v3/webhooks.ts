@@ -5,7 +5,7 @@ import { ApiError, notFound } from "../../../lib/api/problem.ts";
 import { handler, jsonBody } from "../../../lib/api/handler.ts";
 import type { HooklaneEnv } from "../../../lib/api/hono-env.ts";
 import { SIGNATURE_SCHEMES, webhook, type Webhook } from "../../../lib/db/schema.ts";
-import { catalogueByInternal } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
+import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { CallbackUrlError, validateCallbackUrl } from "../../../lib/webhook/outbound/webhook-callback-url.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import { webhookInScope, webhookScope } from "../../../lib/webhook/webhook-scope.ts";
@@ -42,26 +42,6 @@ export function presentWebhook(row: Webhook) {
   };
 }
 
-/** Refuses event names the catalogue does not offer; `*` means every event. */
-function checkEvents(events: readonly string[]): string[] {
-  const unique = [...new Set(events)];
-  for (const [index, name] of unique.entries()) {
-    if (name === "*") continue;
-    const entry = catalogueByInternal(name);
-    if (!entry || entry.deprecated) {
-      throw new ApiError(
-        422,
-        "Unprocessable Content",
-        `events[${index}]: ${name} is not an event type you can subscribe to`,
-        {
-          errors: [{ field: `events[${index}]`, message: `unknown or deprecated event type ${name}` }],
-        },
-      );
-    }
-  }
-  return unique;
-}
-
 export function webhookRoutes() {
   const app = new Hono<HooklaneEnv>();
 
@@ -88,7 +68,7 @@ export function webhookRoutes() {
         .values({
           account: body.scope === "global" ? null : principal.account,
           url: body.url,
-          events: checkEvents(body.events),
+          events: await assertSubscribableEvents(database, body.events),
           scheme: body.scheme,
           description: body.description,
           secretSealed: await secrets.seal(secret),
