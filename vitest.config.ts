@@ -9,8 +9,9 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["app/**/*.test.ts", "lib/**/*.test.ts", "scripts/**/*.test.ts", "test/e2e/**/*.test.ts"],
-          testTimeout: 30_000,
-          hookTimeout: 30_000,
+          // Generous: an embedded database takes seconds to start on a busy 2-core machine.
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
         },
       },
       // The integration suites need a real PostgreSQL; CI points them at one.

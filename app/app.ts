@@ -4,10 +4,15 @@ import { ApiError, problem } from "../lib/api/problem.ts";
 import { requireAuth } from "../lib/auth/auth-middleware.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
 import { VERSION } from "../lib/version.ts";
+import { consoleRoutes } from "./console/console-routes.ts";
+import { apiReferenceRoutes } from "./routes/api-reference.ts";
 import { resourceRoutes } from "./routes/v3/index.ts";
 import { webhookRoutes } from "./routes/v3/webhooks.ts";
 
-/** The HTTP app: the v3 resource API, the webhooks control plane, health. */
+/**
+ * The HTTP app: the v3 resource API, the webhooks control plane, its
+ * reference (`/openapi.json`, `/docs`) and console (`/console`), health.
+ */
 export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
   app.use(async (c, next) => {
@@ -17,7 +22,13 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   app.use("/v3/*", requireAuth);
   app.route("/", resourceRoutes());
-  app.route("/", webhookRoutes());
+  const controlPlane = webhookRoutes();
+  app.route("/", controlPlane.app);
+  app.route("/", apiReferenceRoutes(controlPlane.operations));
+  app.route(
+    "/",
+    consoleRoutes(async (path, init) => app.request(path, init)),
+  );
   app.notFound((c) => problem(c, new ApiError(404, "Not Found", `No route for ${c.req.method} ${c.req.path}.`)));
   app.onError((error, c) => problem(c, error));
   return app;

@@ -1,10 +1,11 @@
 import { serve } from "@hono/node-server";
-import { ConfigError, config } from "../lib/config/env.ts";
+import { config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
 import { createApp } from "./app.ts";
+import { runProcess } from "./process-lifecycle.ts";
 
 /** `npm start`: the API, and (unless HOOKLANE_LANE=off) the webhook-out lane in the same process. */
-async function main(): Promise<void> {
+async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
   const hooklane = await createHooklane(settings);
   const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
@@ -17,22 +18,13 @@ async function main(): Promise<void> {
     if (!settings.publishEnabled) console.log("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
   });
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  return async (signal) => {
     console.log(`${signal}: draining`);
     server.close();
     await hooklane.publisher.settled();
     await lane?.stop();
     await hooklane.database.close();
-    process.exit(0);
   };
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }
 
-main().catch((error) => {
-  console.error(error instanceof ConfigError ? error.message : error);
-  process.exit(1);
-});
+runProcess(main);

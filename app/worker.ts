@@ -1,8 +1,9 @@
 import { ConfigError, config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
+import { runProcess } from "./process-lifecycle.ts";
 
 /** `npm run worker`: one webhook-out lane worker. Run as many as you like against one PostgreSQL. */
-async function main(): Promise<void> {
+async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
   if (!settings.databaseUrl) {
     throw new ConfigError(
@@ -13,20 +14,11 @@ async function main(): Promise<void> {
   const lane = await startLane(hooklane);
   console.log(`webhook-out lane worker ${lane.workerId} started`);
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  return async (signal) => {
     console.log(`${signal}: worker ${lane.workerId} draining`);
     await lane.stop();
     await hooklane.database.close();
-    process.exit(0);
   };
-  process.on("SIGINT", () => void shutdown("SIGINT"));
-  process.on("SIGTERM", () => void shutdown("SIGTERM"));
 }
 
-main().catch((error) => {
-  console.error(error instanceof ConfigError ? error.message : error);
-  process.exit(1);
-});
+runProcess(main);

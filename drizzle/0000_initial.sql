@@ -49,6 +49,7 @@ CREATE TABLE "webhook" (
 	"previous_secret_sealed" text,
 	"previous_secret_expires_at" timestamp with time zone,
 	"disabled_reason" text,
+	"status_changed_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"created_by" text NOT NULL,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
@@ -57,6 +58,7 @@ CREATE TABLE "webhook" (
 CREATE TABLE "webhook_attempt" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"dispatch_id" text NOT NULL,
+	"run" integer DEFAULT 1 NOT NULL,
 	"attempt" integer NOT NULL,
 	"started_at" timestamp with time zone NOT NULL,
 	"duration_ms" integer NOT NULL,
@@ -79,9 +81,12 @@ CREATE TABLE "webhook_dispatch" (
 	"payload" text NOT NULL,
 	"status" text DEFAULT 'pending' NOT NULL,
 	"attempt_count" integer DEFAULT 0 NOT NULL,
+	"run" integer DEFAULT 1 NOT NULL,
+	"recovery_id" text,
 	"next_attempt_at" timestamp with time zone DEFAULT now() NOT NULL,
 	"locked_until" timestamp with time zone,
 	"locked_by" text,
+	"queued_until" timestamp with time zone,
 	"last_status_code" integer,
 	"last_error" text,
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
@@ -96,6 +101,8 @@ CREATE TABLE "webhook_event_type" (
 	"resource" text NOT NULL,
 	"owner_kind" text NOT NULL,
 	"description" text NOT NULL,
+	"example" json NOT NULL,
+	"since" text NOT NULL,
 	"deprecated" boolean DEFAULT false NOT NULL,
 	"updated_at" timestamp with time zone DEFAULT now() NOT NULL
 );
@@ -117,6 +124,24 @@ CREATE TABLE "webhook_poison_message" (
 	"created_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "webhook_recovery" (
+	"id" text PRIMARY KEY DEFAULT 'whr_' || replace(gen_random_uuid()::text, '-', '') NOT NULL,
+	"webhook_id" text NOT NULL,
+	"since" timestamp with time zone NOT NULL,
+	"until" timestamp with time zone NOT NULL,
+	"status" text DEFAULT 'pending' NOT NULL,
+	"total" integer,
+	"requeued" integer DEFAULT 0 NOT NULL,
+	"cursor_created_at" timestamp with time zone,
+	"cursor_id" text,
+	"locked_until" timestamp with time zone,
+	"locked_by" text,
+	"created_by" text NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL,
+	"started_at" timestamp with time zone,
+	"completed_at" timestamp with time zone
+);
+--> statement-breakpoint
 CREATE TABLE "webhook_route_job" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"message" jsonb NOT NULL,
@@ -134,14 +159,19 @@ ALTER TABLE "subscription_history" ADD CONSTRAINT "subscription_history_subscrip
 ALTER TABLE "webhook_attempt" ADD CONSTRAINT "webhook_attempt_dispatch_id_webhook_dispatch_id_fk" FOREIGN KEY ("dispatch_id") REFERENCES "public"."webhook_dispatch"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_dispatch" ADD CONSTRAINT "webhook_dispatch_webhook_id_webhook_id_fk" FOREIGN KEY ("webhook_id") REFERENCES "public"."webhook"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 ALTER TABLE "webhook_notification" ADD CONSTRAINT "webhook_notification_webhook_id_webhook_id_fk" FOREIGN KEY ("webhook_id") REFERENCES "public"."webhook"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
+ALTER TABLE "webhook_recovery" ADD CONSTRAINT "webhook_recovery_webhook_id_webhook_id_fk" FOREIGN KEY ("webhook_id") REFERENCES "public"."webhook"("id") ON DELETE cascade ON UPDATE no action;--> statement-breakpoint
 CREATE INDEX "payment_debt_account_idx" ON "payment_debt" USING btree ("account");--> statement-breakpoint
 CREATE INDEX "subscription_account_idx" ON "subscription" USING btree ("account");--> statement-breakpoint
 CREATE INDEX "subscription_history_subscription_idx" ON "subscription_history" USING btree ("subscription");--> statement-breakpoint
 CREATE INDEX "webhook_account_idx" ON "webhook" USING btree ("account");--> statement-breakpoint
 CREATE INDEX "webhook_events_idx" ON "webhook" USING gin ("events");--> statement-breakpoint
-CREATE UNIQUE INDEX "webhook_attempt_dispatch_attempt_key" ON "webhook_attempt" USING btree ("dispatch_id","attempt");--> statement-breakpoint
+CREATE UNIQUE INDEX "webhook_attempt_dispatch_run_attempt_key" ON "webhook_attempt" USING btree ("dispatch_id","run","attempt");--> statement-breakpoint
 CREATE UNIQUE INDEX "webhook_dispatch_event_webhook_key" ON "webhook_dispatch" USING btree ("event_id","webhook_id");--> statement-breakpoint
 CREATE INDEX "webhook_dispatch_due_idx" ON "webhook_dispatch" USING btree ("next_attempt_at") WHERE "webhook_dispatch"."status" in ('pending', 'error');--> statement-breakpoint
 CREATE INDEX "webhook_dispatch_webhook_created_idx" ON "webhook_dispatch" USING btree ("webhook_id","created_at");--> statement-breakpoint
+CREATE INDEX "webhook_dispatch_webhook_success_idx" ON "webhook_dispatch" USING btree ("webhook_id","completed_at") WHERE "webhook_dispatch"."status" = 'success';--> statement-breakpoint
+CREATE INDEX "webhook_dispatch_recovery_idx" ON "webhook_dispatch" USING btree ("recovery_id") WHERE "webhook_dispatch"."recovery_id" is not null;--> statement-breakpoint
 CREATE INDEX "webhook_notification_webhook_idx" ON "webhook_notification" USING btree ("webhook_id");--> statement-breakpoint
+CREATE INDEX "webhook_recovery_webhook_idx" ON "webhook_recovery" USING btree ("webhook_id");--> statement-breakpoint
+CREATE INDEX "webhook_recovery_open_idx" ON "webhook_recovery" USING btree ("created_at") WHERE "webhook_recovery"."status" <> 'completed';--> statement-breakpoint
 CREATE INDEX "webhook_route_job_run_at_idx" ON "webhook_route_job" USING btree ("run_at");

@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from "node:fs";
+import { parseEnv } from "node:util";
 import { z } from "zod";
 import { parseDuration, parseRetrySchedule } from "./duration.ts";
 
@@ -42,7 +44,10 @@ export const envVariables = z.object({
     .optional(),
   PGLITE_DATA_DIR: z.string().default(".hooklane/pglite"),
   ENABLE_API_EVENT_QUEUE: flag(true),
-  WEBHOOK_QUEUE_DRIVER: z.enum(["postgres"]).default("postgres"),
+  /** `neon` speaks to Neon over WebSockets (serverless); chosen by default for `*.neon.tech` URLs. */
+  DATABASE_DRIVER: z.enum(["pg", "neon"]).optional(),
+  WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).default("postgres"),
+  CRON_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
   WEBHOOK_RETRY_SCHEDULE: z
     .string()
     .default("5s,30s,5m,1h,24h")
@@ -98,9 +103,12 @@ const schema = envVariables.transform((env, ctx) => {
     production,
     port: env.PORT,
     databaseUrl: env.DATABASE_URL,
+    databaseDriver:
+      env.DATABASE_DRIVER ?? (env.DATABASE_URL && /\.neon\.tech[:/]/.test(env.DATABASE_URL) ? "neon" : "pg"),
     pgliteDataDir: env.PGLITE_DATA_DIR,
     publishEnabled: env.ENABLE_API_EVENT_QUEUE,
     queueDriver: env.WEBHOOK_QUEUE_DRIVER,
+    cronSecret: env.CRON_SECRET,
     retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
     allowedHosts: env.WEBHOOK_ALLOWED_HOSTS ?? (production ? [] : ["localhost"]),
@@ -150,8 +158,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
 let cached: Config | undefined;
 
-/** The process's configuration, parsed once on first use. */
+/**
+ * The process's configuration, parsed once on first use: the environment,
+ * plus a `.env` file in the working directory for what the environment leaves unset.
+ */
 export function config(): Config {
-  cached ??= loadConfig();
+  cached ??= loadConfig({ ...readDotEnv(".env"), ...process.env });
   return cached;
+}
+
+function readDotEnv(path: string): Record<string, string | undefined> {
+  return existsSync(path) ? parseEnv(readFileSync(path, "utf8")) : {};
 }

@@ -4,6 +4,7 @@ import {
   boolean,
   index,
   integer,
+  json,
   jsonb,
   numeric,
   pgTable,
@@ -11,6 +12,7 @@ import {
   timestamp,
   uniqueIndex,
 } from "drizzle-orm/pg-core";
+import type { ExampleBody, OwnerStrategy } from "../webhook/catalogue/catalogue-entry.ts";
 
 const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 const prefixedId = (prefix: string) =>
@@ -88,14 +90,21 @@ export type GeneralAddress = typeof generalAddress.$inferSelect;
 // Webhooks: the catalogue, subscriptions and the delivery ledger.
 // ---------------------------------------------------------------------------
 
-/** The catalogue as synced into the database: what subscribers may listen to. */
+/**
+ * The catalogue as synced into the database (`npm run catalogue:sync`): what
+ * subscribers see and may listen to. A deprecated type is never deleted; it
+ * takes no new subscriptions and gets no deliveries.
+ */
 export const webhookEventType = pgTable("webhook_event_type", {
   internal: text("internal").primaryKey(),
   method: text("method").notNull(),
   route: text("route").notNull(),
   resource: text("resource").notNull(),
-  ownerKind: text("owner_kind").notNull(),
+  ownerKind: text("owner_kind").$type<OwnerStrategy["kind"]>().notNull(),
   description: text("description").notNull(),
+  /** `json`, not `jsonb`: it keeps the body's key order, as subscribers receive it. */
+  example: json("example").$type<ExampleBody>().notNull(),
+  since: text("since").notNull(),
   deprecated: boolean("deprecated").notNull().default(false),
   updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });
@@ -123,6 +132,8 @@ export const webhook = pgTable(
     previousSecretSealed: text("previous_secret_sealed"),
     previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
     disabledReason: text("disabled_reason"),
+    /** When `status` last changed; the auto-disable rule only judges a webhook active for its whole window. */
+    statusChangedAt: timestamp("status_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     createdBy: text("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
@@ -153,9 +164,21 @@ export const webhookDispatch = pgTable(
     payload: text("payload").notNull(),
     status: text("status").$type<DispatchStatus>().notNull().default("pending"),
     attemptCount: integer("attempt_count").notNull().default(0),
+    /**
+     * 1, plus one for every manual retry or recovery: each run starts again at
+     * attempt 1 with the full schedule, and attempts are numbered within their run.
+     */
+    run: integer("run").notNull().default(1),
+    /** The recovery job that last put this dispatch back to pending, if any. */
+    recoveryId: text("recovery_id"),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
     lockedBy: text("locked_by"),
+    /**
+     * Push transports: a deliver message is expected to carry this row by then,
+     * so the sweeper leaves it alone. Unused by the postgres transport.
+     */
+    queuedUntil: timestamp("queued_until", { withTimezone: true, mode: "date" }),
     lastStatusCode: integer("last_status_code"),
     lastError: text("last_error"),
     createdAt: createdAt(),
@@ -168,6 +191,13 @@ export const webhookDispatch = pgTable(
       .on(t.nextAttemptAt)
       .where(sql`${t.status} in ('pending', 'error')`),
     index("webhook_dispatch_webhook_created_idx").on(t.webhookId, t.createdAt),
+    // The auto-disable rule asks each webhook for its latest success.
+    index("webhook_dispatch_webhook_success_idx")
+      .on(t.webhookId, t.completedAt)
+      .where(sql`${t.status} = 'success'`),
+    index("webhook_dispatch_recovery_idx")
+      .on(t.recoveryId)
+      .where(sql`${t.recoveryId} is not null`),
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
@@ -183,6 +213,7 @@ export const webhookAttempt = pgTable(
     dispatchId: text("dispatch_id")
       .notNull()
       .references(() => webhookDispatch.id, { onDelete: "cascade" }),
+    run: integer("run").notNull().default(1),
     attempt: integer("attempt").notNull(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).notNull(),
     durationMs: integer("duration_ms").notNull(),
@@ -196,7 +227,7 @@ export const webhookAttempt = pgTable(
     worker: text("worker").notNull(),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
   },
-  (t) => [uniqueIndex("webhook_attempt_dispatch_attempt_key").on(t.dispatchId, t.attempt)],
+  (t) => [uniqueIndex("webhook_attempt_dispatch_run_attempt_key").on(t.dispatchId, t.run, t.attempt)],
 );
 export type WebhookAttempt = typeof webhookAttempt.$inferSelect;
 
@@ -254,3 +285,42 @@ export const webhookNotification = pgTable(
   (t) => [index("webhook_notification_webhook_idx").on(t.webhookId)],
 );
 export type WebhookNotification = typeof webhookNotification.$inferSelect;
+
+export const RECOVERY_STATUSES = ["pending", "running", "completed"] as const;
+export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
+
+/**
+ * A bulk recovery: puts a webhook's failed and exhausted dispatches created in
+ * [since, until) back to pending, in batches, off the request path. The
+ * sweeper claims it with a lease; `cursor_*` is where the next batch starts.
+ */
+export const webhookRecovery = pgTable(
+  "webhook_recovery",
+  {
+    id: prefixedId("whr"),
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhook.id, { onDelete: "cascade" }),
+    since: timestamp("since", { withTimezone: true, mode: "date" }).notNull(),
+    until: timestamp("until", { withTimezone: true, mode: "date" }).notNull(),
+    status: text("status").$type<RecoveryStatus>().notNull().default("pending"),
+    /** Dispatches in the window when the job started; null until then. */
+    total: integer("total"),
+    requeued: integer("requeued").notNull().default(0),
+    cursorCreatedAt: timestamp("cursor_created_at", { withTimezone: true, mode: "date" }),
+    cursorId: text("cursor_id"),
+    lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
+    lockedBy: text("locked_by"),
+    createdBy: text("created_by").notNull(),
+    createdAt: createdAt(),
+    startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),
+    completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    index("webhook_recovery_webhook_idx").on(t.webhookId),
+    index("webhook_recovery_open_idx")
+      .on(t.createdAt)
+      .where(sql`${t.status} <> 'completed'`),
+  ],
+);
+export type WebhookRecovery = typeof webhookRecovery.$inferSelect;

@@ -3,9 +3,11 @@ import { createApp } from "../../app/app.ts";
 import { mintToken } from "../../lib/auth/jwt.ts";
 import { DEVELOPMENT_JWT_SECRET, loadConfig } from "../../lib/config/env.ts";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
-import { createHooklane, startLane } from "../../lib/create-hooklane.ts";
+import { createHooklane, createVercelLane, startLane } from "../../lib/create-hooklane.ts";
+import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
+import { startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-queue-emulator.ts";
 
 export interface Harness {
   hooklane: Hooklane;
@@ -18,6 +20,10 @@ export interface Harness {
   ): Promise<{ status: number; body: any }>;
   /** Waits for every publish the API started. */
   settled(): Promise<void>;
+  /** The emulated Vercel Queue service, with the vercel driver. */
+  queue: VercelQueueEmulator | undefined;
+  /** Runs the transport's sweep once (vercel driver; the postgres lane needs none). */
+  sweep(): Promise<{ routes: number; dispatches: number }>;
   close(): Promise<void>;
 }
 
@@ -56,15 +62,32 @@ export function testConfig(env: Record<string, string> = {}, databaseUrl?: strin
 }
 
 /** The API plus (unless `lane: false`) an in-process lane, on the factory's database. */
+export type Driver = "postgres" | "vercel";
+
+/** A `beforeAll` timeout for starting a harness: cloning the database and syncing the catalogue are slow on a busy machine. */
+export const HARNESS_START_MS = 90_000;
+
 export async function startHarness(
   factory: DatabaseFactory,
-  options: { env?: Record<string, string>; lane?: boolean } = {},
+  options: { env?: Record<string, string>; lane?: boolean; driver?: Driver } = {},
 ): Promise<Harness> {
   const { database, databaseUrl, drop } = await factory();
-  const config = testConfig(options.env, databaseUrl);
-  const hooklane = await createHooklane(config, { database });
+  const driver = options.driver ?? "postgres";
+  const config = testConfig({ WEBHOOK_QUEUE_DRIVER: driver, ...options.env }, databaseUrl);
+  const queue = driver === "vercel" ? startVercelQueueEmulator() : undefined;
+  const hooklane = await createHooklane(config, { database, ...(queue ? { queue: queue.client } : {}) });
   const app = createApp(hooklane);
-  const lane = options.lane === false ? undefined : await startLane(hooklane);
+  const vercelLane = queue ? createVercelLane(hooklane, { queue: queue.client }) : undefined;
+  let lane: Lane | undefined;
+  if (options.lane !== false) {
+    if (vercelLane && queue) {
+      // The platform's part: push both topics to the lane function.
+      queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], vercelLane.handler);
+      lane = { workerId: "vercel", stop: () => queue.close() };
+    } else {
+      lane = await startLane(hooklane);
+    }
+  }
   const tokens = new Map<string, string>();
 
   return {
@@ -82,9 +105,12 @@ export async function startHarness(
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     },
     settled: () => hooklane.publisher.settled(),
+    queue,
+    sweep: async () => (vercelLane ? vercelLane.sweep() : { routes: 0, dispatches: 0 }),
     async close() {
       await hooklane.publisher.settled();
       await lane?.stop();
+      await queue?.close();
       await database.close();
       await drop();
     },

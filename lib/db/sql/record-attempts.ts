@@ -71,11 +71,13 @@ export async function recordAttempts(
       where d.id = r.id and d.locked_by = ${workerId}
       returning d.id
     )
-    insert into webhook_attempt (dispatch_id, attempt, started_at, duration_ms, outcome, status_code,
+    -- The attempt belongs to the dispatch's current run; a dispatch deleted
+    -- meanwhile (its webhook was) leaves nothing to record.
+    insert into webhook_attempt (dispatch_id, run, attempt, started_at, duration_ms, outcome, status_code,
       error_class, error_message, response_excerpt, signature, worker, next_attempt_at)
-    select r.id, r.attempt, r.started_at, r.duration_ms, r.outcome, r.status_code,
+    select r.id, d.run, r.attempt, r.started_at, r.duration_ms, r.outcome, r.status_code,
       r.error_class, r.error_message, r.response_excerpt, r.signature, ${workerId}, r.next_at
-    from r
-    on conflict (dispatch_id, attempt) do nothing
+    from r join webhook_dispatch d on d.id = r.id
+    on conflict (dispatch_id, run, attempt) do nothing
   `);
 }

@@ -23,7 +23,10 @@ export async function claimRouteJobs(
   database: Database,
   options: { workerId: string; limit: number; leaseMs: number },
 ): Promise<ClaimedRouteJob[]> {
-  const rows = await database.rows<{ id: number | string; message: unknown; attempts: number }>(sql`
+  // The message comes back as text and is parsed here: drivers decode jsonb
+  // themselves, so a message that is a JSON string would otherwise arrive as a
+  // bare string, indistinguishable from undecoded text.
+  const rows = await database.rows<{ id: number | string; message: string; attempts: number }>(sql`
     with due as (
       select id from webhook_route_job
       where run_at <= now() and (locked_until is null or locked_until < now())
@@ -37,11 +40,11 @@ export async function claimRouteJobs(
         attempts = j.attempts + 1
     from due
     where j.id = due.id
-    returning j.id, j.message, j.attempts
+    returning j.id, j.message::text as message, j.attempts
   `);
   return rows.map((row) => ({
     id: Number(row.id),
-    message: typeof row.message === "string" ? JSON.parse(row.message) : row.message,
+    message: JSON.parse(row.message),
     attempts: row.attempts,
   }));
 }

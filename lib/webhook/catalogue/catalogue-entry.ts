@@ -21,6 +21,23 @@ export const ownerStrategySchema = z.discriminatedUnion("kind", [
 ]);
 export type OwnerStrategy = z.infer<typeof ownerStrategySchema>;
 
+/**
+ * The thin body a subscriber receives for this event, with made-up
+ * identifiers: what `GET /v3/webhook-event-types` shows as the example.
+ */
+export const exampleBodySchema = z.strictObject({
+  id: z.string().regex(/^evt_[A-Za-z0-9_-]+$/, "must be an evt_ id"),
+  type: z.string(),
+  created: z.iso.datetime({ error: "must be an ISO-8601 UTC timestamp" }),
+  livemode: z.boolean(),
+  data: z.strictObject({
+    object: z.string(),
+    id: z.string().min(1),
+    account: z.string().min(1).nullable(),
+  }),
+});
+export type ExampleBody = z.infer<typeof exampleBodySchema>;
+
 export const catalogueEntrySchema = z.object({
   /** `<resource>.<verb>`, dotted, lower-case: the event type subscribers see. */
   internal: z.string().regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/, "must look like resource.verb"),
@@ -33,7 +50,13 @@ export const catalogueEntrySchema = z.object({
   idFrom: z.object({ source: z.enum(["param", "body"]), name: z.string().min(1) }),
   owner: ownerStrategySchema,
   description: z.string().min(10),
+  example: exampleBodySchema,
+  /** The day the event was first emitted, shown to subscribers. */
   since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "must be a YYYY-MM-DD date"),
+  /**
+   * The route stays (and stays covered), but the event is retired: once synced
+   * nobody can subscribe to it and nothing is delivered for it.
+   */
   deprecated: z.boolean().default(false),
 });
 export type CatalogueEntry = z.infer<typeof catalogueEntrySchema>;

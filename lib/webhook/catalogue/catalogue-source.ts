@@ -22,18 +22,25 @@ const TABLE_COLUMNS = new Map<string, ReadonlySet<string>>(
     .map((table) => [getTableName(table), new Set(Object.values(getTableColumns(table)).map((column) => column.name))]),
 );
 
+/** A validated entry and where it is declared, so that later checks can name its file and field. */
+export interface CatalogueDeclaration {
+  entry: CatalogueEntry;
+  /** `catalogue/payment-debt.json: events[1].<field>`: the prefix of every message about this entry. */
+  at(field: string): string;
+}
+
 /**
  * Reads and validates every `*.json` of the catalogue source, in file-name
  * order. Throws an Error whose message starts with `<dir>/<file>: <field path>:`
  * on invalid JSON, a schema violation, a resource filed under the wrong file,
- * an owner naming an unknown table or column, or an internal name or
- * method + route that another entry already uses.
+ * an example that contradicts its entry, an owner naming an unknown table or
+ * column, or an internal name or method + route that another entry already uses.
  */
-export function readCatalogueSource(directory: string = CATALOGUE_SOURCE_DIR): CatalogueEntry[] {
+export function readCatalogueDeclarations(directory: string = CATALOGUE_SOURCE_DIR): CatalogueDeclaration[] {
   const files = readdirSync(directory)
     .filter((file) => file.endsWith(".json"))
     .sort();
-  const entries: CatalogueEntry[] = [];
+  const declarations: CatalogueDeclaration[] = [];
   const internals = new Map<string, string>();
   const routes = new Map<string, string>();
 
@@ -43,13 +50,19 @@ export function readCatalogueSource(directory: string = CATALOGUE_SOURCE_DIR): C
     events.forEach((entry, index) => {
       const at = (field: string) => `${label}: events[${index}].${field}`;
       checkPlacement(entry, basename(file, ".json"), at);
+      checkExample(entry, at);
       checkOwner(entry.owner, at);
       claim(internals, entry.internal, `${label} events[${index}]`, at("internal"));
       claim(routes, `${entry.method} ${entry.route}`, `${label} events[${index}]`, at("route"));
-      entries.push(entry);
+      declarations.push({ entry, at });
     });
   }
-  return entries;
+  return declarations;
+}
+
+/** The validated entries of the catalogue source; throws as `readCatalogueDeclarations` does. */
+export function readCatalogueSource(directory: string = CATALOGUE_SOURCE_DIR): CatalogueEntry[] {
+  return readCatalogueDeclarations(directory).map((declaration) => declaration.entry);
 }
 
 /** Renders the generated module: sorted by internal name, so the same source always gives the same bytes. */
@@ -92,6 +105,27 @@ function checkPlacement(entry: CatalogueEntry, fileStem: string, at: (field: str
   const verb = entry.internal.startsWith(`${entry.resource}.`) ? entry.internal.slice(entry.resource.length + 1) : "";
   if (!/^[a-z][a-z0-9-]*$/.test(verb)) {
     throw new Error(`${at("internal")}: must be "${entry.resource}.<verb>"`);
+  }
+}
+
+/** The example is what subscribers are shown, so it must be a body this entry can actually produce. */
+function checkExample(entry: CatalogueEntry, at: (field: string) => string): void {
+  const { example } = entry;
+  if (example.type !== entry.internal) throw new Error(`${at("example.type")}: must be "${entry.internal}"`);
+  if (example.data.object !== entry.resource) {
+    throw new Error(`${at("example.data.object")}: must be "${entry.resource}"`);
+  }
+  const account = example.data.account;
+  if (entry.owner.kind === "none" && account !== null) {
+    throw new Error(`${at("example.data.account")}: must be null: owner kind "none" resolves no account`);
+  }
+  if (entry.owner.kind !== "none" && account === null) {
+    throw new Error(
+      `${at("example.data.account")}: must be an account id: owner kind "${entry.owner.kind}" resolves one`,
+    );
+  }
+  if (entry.owner.kind === "self" && account !== example.data.id) {
+    throw new Error(`${at("example.data.account")}: must equal example.data.id: owner kind "self" is the account`);
   }
 }
 

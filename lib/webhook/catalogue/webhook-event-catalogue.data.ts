@@ -16,6 +16,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "self"
     },
     "description": "An account was created. data.id and data.account are both the new account's id.",
+    "example": {
+      "id": "evt_Qm3n8Vx2LkP0aR7sT1uW",
+      "type": "account.created",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "account",
+        "id": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -32,6 +43,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "self"
     },
     "description": "An account's name or email changed. Read it back with GET /v3/accounts/:id.",
+    "example": {
+      "id": "evt_Hc5dJ9kL2mN4pQ6rS8tU",
+      "type": "account.updated",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "account",
+        "id": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -48,6 +70,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "none"
     },
     "description": "A general address was created. It belongs to no account: only global webhooks hear it.",
+    "example": {
+      "id": "evt_Aa1Bb2Cc3Dd4Ee5Ff6Gg",
+      "type": "general.address.created",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "general.address",
+        "id": "addr_7e3c1a9b5d2f4e8a9c0b1d2e3f4a5b6c",
+        "account": null
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -64,6 +97,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "none"
     },
     "description": "A general address was deleted. It belongs to no account: only global webhooks hear it.",
+    "example": {
+      "id": "evt_Oo3Pp4Qq5Rr6Ss7Tt8Uu",
+      "type": "general.address.purged",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "general.address",
+        "id": "addr_7e3c1a9b5d2f4e8a9c0b1d2e3f4a5b6c",
+        "account": null
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -80,6 +124,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "none"
     },
     "description": "A general address changed. It belongs to no account: only global webhooks hear it.",
+    "example": {
+      "id": "evt_Hh7Ii8Jj9Kk0Ll1Mm2Nn",
+      "type": "general.address.updated",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "general.address",
+        "id": "addr_7e3c1a9b5d2f4e8a9c0b1d2e3f4a5b6c",
+        "account": null
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -98,6 +153,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A payment debt was opened for an account.",
+    "example": {
+      "id": "evt_W_JxWQ3xHey2WjMbI10U",
+      "type": "payment-debt.created",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "payment-debt",
+        "id": "pd_2f97c4e1a8b34d6e9f0a1b2c3d4e5f6a",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -114,6 +180,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "none"
     },
     "description": "A payment debt was deleted. The row is gone, so only global webhooks hear it and data.account is null.",
+    "example": {
+      "id": "evt_Cc5Dd6Ee7Ff8Gg9Hh0Ii",
+      "type": "payment-debt.purged",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "payment-debt",
+        "id": "pd_2f97c4e1a8b34d6e9f0a1b2c3d4e5f6a",
+        "account": null
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -132,6 +209,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A payment debt changed status (open, paid, uncollectible or void).",
+    "example": {
+      "id": "evt_Vv9Ww0Xx1Yy2Zz3Aa4Bb",
+      "type": "payment-debt.updated",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "payment-debt",
+        "id": "pd_2f97c4e1a8b34d6e9f0a1b2c3d4e5f6a",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -150,6 +238,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A subscription to a plan was created for an account.",
+    "example": {
+      "id": "evt_Jj1Kk2Ll3Mm4Nn5Oo6Pp",
+      "type": "subscription.created",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "subscription",
+        "id": "sub_8d2e6f1a3b9c4d7e8f0a1b2c3d4e5f6a",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -170,6 +269,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A change was recorded in a subscription's history. data.id is the history entry; its subscription's account owns it.",
+    "example": {
+      "id": "evt_Ee9Ff0Gg1Hh2Ii3Jj4Kk",
+      "type": "subscription.history.created",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "subscription.history",
+        "id": "sh_5a9b3c7d1e2f4a6b8c0d1e2f3a4b5c6d",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -186,6 +296,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "kind": "none"
     },
     "description": "A subscription and its history were deleted. Only global webhooks hear it and data.account is null.",
+    "example": {
+      "id": "evt_Xx3Yy4Zz5Aa6Bb7Cc8Dd",
+      "type": "subscription.purged",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "subscription",
+        "id": "sub_8d2e6f1a3b9c4d7e8f0a1b2c3d4e5f6a",
+        "account": null
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   },
@@ -204,6 +325,17 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A subscription's plan or status changed.",
+    "example": {
+      "id": "evt_Qq7Rr8Ss9Tt0Uu1Vv2Ww",
+      "type": "subscription.updated",
+      "created": "2026-12-01T09:30:00.000Z",
+      "livemode": true,
+      "data": {
+        "object": "subscription",
+        "id": "sub_8d2e6f1a3b9c4d7e8f0a1b2c3d4e5f6a",
+        "account": "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c"
+      }
+    },
     "since": "2026-12-01",
     "deprecated": false
   }

@@ -1,20 +1,70 @@
+import { classifyIp } from "./webhook-address-classifier.ts";
+import { formatIp, parseIpLiteral } from "./webhook-ip-literal.ts";
+
 /** Why a callback URL was refused; the message is safe to show to the subscriber. */
 export class CallbackUrlError extends Error {
   override name = "CallbackUrlError";
 }
 
 export interface CallbackUrlPolicy {
-  /** Hosts allowed despite plain http: and internal addresses (`WEBHOOK_ALLOWED_HOSTS`). */
+  /**
+   * Hosts exempt from the address checks and the name denylist, and allowed
+   * plain http: (`WEBHOOK_ALLOWED_HOSTS`). Every other rule still applies.
+   */
   allowedHosts: readonly string[];
 }
 
-// Names that are never a subscriber, whatever they resolve to.
-const DENIED_HOSTS = [/(^|\.)localhost$/, /(^|\.)internal$/, /(^|\.)local$/, /^metadata\.google\.internal$/];
+// Names that are never a subscriber, whatever they resolve to: loopback,
+// multicast-DNS and private-network suffixes, cloud metadata endpoints.
+const DENIED_HOSTS = [
+  /(^|\.)localhost$/,
+  /(^|\.)local$/,
+  /(^|\.)localdomain$/,
+  /(^|\.)internal$/,
+  /(^|\.)intranet$/,
+  /(^|\.)lan$/,
+  /(^|\.)home\.arpa$/,
+  /(^|\.)in-addr\.arpa$/,
+  /(^|\.)ip6\.arpa$/,
+  /^metadata$/,
+  /^instance-data$/,
+];
+
+// Services found inside networks that never receive webhooks: databases,
+// caches, brokers, cluster control planes, remote desktops, proxies, and the
+// ports browsers refuse to fetch from. Below 1024 only 80 and 443 are allowed.
+const DENIED_PORTS = new Set([
+  1080, 1433, 1521, 1719, 1720, 1723, 2049, 2375, 2376, 2379, 2380, 3128, 3306, 3389, 3659, 4045, 4190, 4369, 5060,
+  5061, 5432, 5672, 5900, 5984, 6000, 6379, 6443, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 8500, 9042, 9092,
+  9200, 9300, 10080, 10250, 10255, 11211, 15672, 27017,
+]);
 
 /**
- * Checks a callback URL's shape: https (http only for allowlisted hosts), no
- * credentials, no denied host names. Returns the parsed URL; throws
- * CallbackUrlError naming the rule that failed.
+ * A URL host in one spelling: lower case, no brackets, no trailing dot, IP
+ * literals in canonical form (`0x7f.1` and `127.0.0.1` are the same host).
+ */
+export function canonicalHost(host: string): string {
+  const bare = host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "");
+  const ip = parseIpLiteral(bare);
+  return ip ? formatIp(ip) : bare;
+}
+
+/** True when `host` is on the allowlist (both sides compared in canonical form). */
+export function isAllowlistedHost(host: string, allowedHosts: readonly string[]): boolean {
+  const canonical = canonicalHost(host);
+  return allowedHosts.some((allowed) => canonicalHost(allowed) === canonical);
+}
+
+/**
+ * Checks a callback URL before it is stored and again before every POST:
+ * https (http only for allowlisted hosts), no credentials or fragment, an
+ * allowed port, and — unless the host is allowlisted — no denied or
+ * single-label name and no IP literal outside public unicast space. Names
+ * are judged by their addresses when the sender connects. Returns the parsed
+ * URL; throws CallbackUrlError naming the rule that failed.
  */
 export function validateCallbackUrl(raw: string, policy: CallbackUrlPolicy): URL {
   let url: URL;
@@ -23,8 +73,8 @@ export function validateCallbackUrl(raw: string, policy: CallbackUrlPolicy): URL
   } catch (error) {
     throw new CallbackUrlError("url is not a valid absolute URL", { cause: error });
   }
-  const host = url.hostname.toLowerCase().replace(/^\[|\]$/g, "");
-  const allowlisted = policy.allowedHosts.includes(host);
+  const host = canonicalHost(url.hostname);
+  const allowlisted = isAllowlistedHost(host, policy.allowedHosts);
   if (url.protocol !== "https:" && !(url.protocol === "http:" && allowlisted)) {
     throw new CallbackUrlError(
       allowlisted ? "url must use http: or https:" : "url must use https: (http: is only for allowlisted hosts)",
@@ -32,8 +82,21 @@ export function validateCallbackUrl(raw: string, policy: CallbackUrlPolicy): URL
   }
   if (url.username || url.password) throw new CallbackUrlError("url must not contain credentials");
   if (url.hash) throw new CallbackUrlError("url must not contain a fragment");
-  if (!allowlisted && DENIED_HOSTS.some((pattern) => pattern.test(host))) {
-    throw new CallbackUrlError(`host ${host} is not allowed`);
+  // URL drops the scheme's default port, so an explicit one is never 443 on https: or 80 on http:.
+  const port = url.port === "" ? null : Number(url.port);
+  if (port !== null && ((port < 1024 && port !== 80 && port !== 443) || DENIED_PORTS.has(port))) {
+    throw new CallbackUrlError(`port ${port} is not allowed`);
   }
+  if (allowlisted) return url;
+  const ip = parseIpLiteral(host);
+  if (ip) {
+    const verdict = classifyIp(ip);
+    if (!verdict.public)
+      throw new CallbackUrlError(`host ${verdict.address} is not a public address (${verdict.range})`);
+    return url;
+  }
+  if (DENIED_HOSTS.some((pattern) => pattern.test(host))) throw new CallbackUrlError(`host ${host} is not allowed`);
+  // A single label is completed by the resolver's search domains: an internal name.
+  if (!host.includes(".")) throw new CallbackUrlError(`host ${host} is not a fully qualified domain name`);
   return url;
 }

@@ -12,6 +12,8 @@ export interface DeliverDeps {
   brand: string;
   retrySchedule: readonly number[];
   allowedHosts: readonly string[];
+  /** `RUNTIME_OUTBOUND_ENABLED`: when false nothing is sent and every attempt is recorded as blocked. */
+  outboundEnabled: boolean;
   sender: HttpSender;
   secrets: SecretSealer;
   random?: () => number;
@@ -30,7 +32,9 @@ export interface AttemptResult extends AttemptRecord {
  * The `webhook-out-deliver` consumer for one leased dispatch: signs the stored
  * body with the webhook's current secret (and the previous one during a
  * rotation), POSTs it once, and decides success, retry or exhaustion from
- * RETRY. Never throws for a subscriber's failure; the caller records the result.
+ * RETRY. The URL is checked again first (a refused URL, or outbound calls
+ * switched off, is a `blocked` attempt that follows the schedule like any
+ * failure). Never throws for a subscriber's failure; the caller records the result.
  */
 export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
   const startedAt = new Date();
@@ -53,25 +57,9 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     timestamp,
   });
 
-  let outcome: DeliveryOutcome;
-  try {
-    validateCallbackUrl(dispatch.url, { allowedHosts: deps.allowedHosts });
-    outcome = await deps.sender.post(
-      dispatch.url,
-      { "content-type": "application/json", "user-agent": USER_AGENT, ...signed.headers },
-      dispatch.payload,
-    );
-  } catch (error) {
-    if (!(error instanceof CallbackUrlError)) throw error;
-    outcome = {
-      kind: "failure",
-      errorClass: "blocked",
-      message: error.message,
-      statusCode: null,
-      responseExcerpt: null,
-      gone: false,
-    };
-  }
+  const outcome = deps.outboundEnabled
+    ? await send(deps, dispatch, signed.headers)
+    : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
   const durationMs = Date.now() - startedAt.getTime();
 
   const base = {
@@ -112,4 +100,27 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     errorMessage: outcome.message.slice(0, 500),
     gone: outcome.gone,
   };
+}
+
+/** Checks the URL again (the rules may have changed since it was stored) and POSTs the stored body. */
+async function send(
+  deps: DeliverDeps,
+  dispatch: ClaimedDispatch,
+  signed: Record<string, string>,
+): Promise<DeliveryOutcome> {
+  try {
+    validateCallbackUrl(dispatch.url, { allowedHosts: deps.allowedHosts });
+  } catch (error) {
+    if (!(error instanceof CallbackUrlError)) throw error;
+    return blocked(error.message);
+  }
+  return deps.sender.post(
+    dispatch.url,
+    { "content-type": "application/json", "user-agent": USER_AGENT, ...signed },
+    dispatch.payload,
+  );
+}
+
+function blocked(message: string): DeliveryOutcome {
+  return { kind: "failure", errorClass: "blocked", message, statusCode: null, responseExcerpt: null, gone: false };
 }

@@ -11,9 +11,9 @@ export interface SubscriptionCache {
 }
 
 /**
- * The in-memory set of event types that have at least one subscriber,
- * refreshed at most every 30 s. Paused and disabled webhooks count: their
- * events are kept and delivered on re-enable. After the first load a stale
+ * The in-memory set of synced, non-deprecated event types that have at
+ * least one subscriber, refreshed at most every 30 s. Paused and disabled
+ * webhooks count: their events are kept and delivered on re-enable. After the first load a stale
  * set is served while the refresh runs, so no request waits on it.
  */
 export function createSubscriptionCache(
@@ -31,9 +31,12 @@ export function createSubscriptionCache(
   const load = () => {
     loading ??= (async () => {
       try {
-        const rows = await database.rows<{ internal: string }>(
-          sql`select distinct unnest(events) as internal from webhook`,
-        );
+        // A `*` webhook hears every type that is not deprecated; nobody hears a deprecated one.
+        const rows = await database.rows<{ internal: string }>(sql`
+          select t.internal from webhook_event_type t
+          where not t.deprecated
+            and exists (select 1 from webhook w where w.events @> array[t.internal] or w.events @> array['*'])
+        `);
         loads++;
         internals = new Set(rows.map((row) => row.internal));
         expiresAt = now() + ttlMs;
@@ -50,7 +53,7 @@ export function createSubscriptionCache(
       if (mustWait || !internals) await load();
       else if (now() >= expiresAt)
         load().catch((error) => console.error("[publish] subscriber set refresh failed", error));
-      return internals!.has(internal) || internals!.has("*");
+      return internals!.has(internal);
     },
     invalidate() {
       mustWait = true;

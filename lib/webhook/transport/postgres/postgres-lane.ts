@@ -18,6 +18,7 @@ import { handleRouteMessage } from "../../outbound/webhook-out-route.handler.ts"
 import { PoisonMessageError } from "../../outbound/webhook-message-errors.ts";
 import { ROUTE_TOPIC, routeMessageSchema } from "../../outbound/webhook-out-queue-registrations.ts";
 import { applyAttemptConsequences } from "../../outbound/webhook-owner-notifier.ts";
+import type { Mailer } from "../../../mail/smtp-mailer.ts";
 import { DELIVER_WAKE_CHANNEL, type PostgresTransport } from "./postgres-transport.ts";
 
 export interface PostgresLaneOptions {
@@ -28,6 +29,8 @@ export interface PostgresLaneOptions {
   /** POSTs in flight at once in this worker. */
   concurrency: number;
   leaseMs: number;
+  /** E-mails owners about exhausted dispatches and disabled webhooks (`SMTP_URL`). */
+  mailer?: Mailer;
   /** Longest idle sleep: bounds how late an expired lease or another worker's retry is noticed. */
   maxIdleMs?: number;
   workerId?: string;
@@ -150,7 +153,8 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
         await recordAttempts(database, workerId, batch);
         completed.splice(0, batch.length);
         failures = 0;
-        if (batch.some((r) => r.gone || r.status === "exhausted")) await applyAttemptConsequences(database, batch);
+        if (batch.some((r) => r.gone || r.status === "exhausted"))
+          await applyAttemptConsequences(database, batch, options.mailer);
       } catch (error) {
         // Keep the results and try again; if this worker dies first, the leases
         // expire and the attempts are sent again (at least once).

@@ -8,6 +8,7 @@ import { LaneSignal } from "./lane-signal.ts";
 export const DELIVER_WAKE_CHANNEL = "hooklane_deliver";
 
 export interface PostgresTransport extends WebhookTransport {
+  readonly name: "postgres";
   /** Wakes this process's route consumer. */
   readonly routeSignal: LaneSignal;
   /** Wakes this process's deliver consumer. */

@@ -1,0 +1,164 @@
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { webhookAttempt } from "../../../lib/db/schema.ts";
+import type { Hooklane } from "../../../lib/hooklane.ts";
+import { eventually } from "../../../test/support/eventually.ts";
+import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
+import { startReceiver, type TestReceiver } from "../../../test/support/receiver.ts";
+import { createApp } from "../../app.ts";
+import { isTenantScopedPath } from "./webhooks.ts";
+
+/** Account A's objects, which account B must never reach. */
+interface Fixture {
+  webhookId: string;
+  dispatchId: string;
+  eventId: string;
+  recoveryId: string;
+  /** Where every webhook of the test points (loopback). */
+  receiverUrl: string;
+  /** Strings only A's data contains: none may appear in an answer to B. */
+  secrets: string[];
+}
+
+interface Probe {
+  /** `object`: names one of A's objects, so B gets 404. `collection`: B's own list or creation, without A's data. */
+  kind: "object" | "collection";
+  request(f: Fixture): { path: string; body?: unknown };
+}
+
+/**
+ * Every control-plane route, as a request aimed at account A's objects. A
+ * route the app has and this table lacks fails the test: adding a route means
+ * saying here how it is scoped.
+ */
+const PROBES: Record<string, Probe> = {
+  "POST /v3/webhooks": {
+    kind: "collection",
+    request: (f) => ({ path: "/v3/webhooks", body: { url: `${f.receiverUrl}/others`, events: ["*"] } }),
+  },
+  "GET /v3/webhooks": { kind: "collection", request: () => ({ path: "/v3/webhooks?limit=100" }) },
+  "GET /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
+  "PATCH /v3/webhooks/:id": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}`, body: { description: "taken over" } }),
+  },
+  "POST /v3/webhooks/:id/rotate-secret": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/rotate-secret` }),
+  },
+  "POST /v3/webhooks/:id/test": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/test` }) },
+  "GET /v3/webhooks/:id/dispatches": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/dispatches` }),
+  },
+  "GET /v3/webhook-dispatches/:id": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhook-dispatches/${f.dispatchId}` }),
+  },
+  "POST /v3/webhook-dispatches/:id/retry": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhook-dispatches/${f.dispatchId}/retry` }),
+  },
+  "POST /v3/webhooks/:id/recover": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recover`, body: { since: "2020-01-01T00:00:00Z" } }),
+  },
+  "GET /v3/webhooks/:id/recoveries/:recoveryId": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recoveries/${f.recoveryId}` }),
+  },
+  "DELETE /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
+};
+
+// Routes are registered up front; the services are only read per request.
+const controlPlaneRoutes = [
+  ...new Set(
+    createApp({} as Hooklane)
+      .routes.filter((route) => route.method !== "ALL" && isTenantScopedPath(route.path))
+      .map((route) => `${route.method} ${route.path}`),
+  ),
+];
+
+const A = { account: "acc_tenant_a" };
+const OTHERS = [
+  { name: "a user of account B", account: "acc_tenant_b", admin: false },
+  { name: "an admin of account B", account: "acc_tenant_b", admin: true },
+];
+describe("tenancy of the control plane", () => {
+  it("has a probe for every control-plane route of the app, and none for a route it lacks", () => {
+    expect(controlPlaneRoutes.length).toBeGreaterThanOrEqual(12);
+    expect(controlPlaneRoutes.filter((route) => !(route in PROBES))).toEqual([]);
+    expect(Object.keys(PROBES).filter((route) => !controlPlaneRoutes.includes(route))).toEqual([]);
+  });
+
+  describe("account B on account A's objects", () => {
+    let harness: Harness;
+    let receiver: TestReceiver;
+    let fixture: Fixture;
+
+    beforeAll(async () => {
+      receiver = await startReceiver();
+      harness = await startHarness(pgliteFactory, { env: { WEBHOOK_TIMEOUT_MS: "10000" } });
+      const created = await harness.call("POST", "/v3/webhooks", {
+        ...A,
+        body: { url: `${receiver.url}/only-a-knows-this-path`, events: ["*"], description: "a's private note" },
+      });
+      const test = await harness.call("POST", `/v3/webhooks/${created.body.id}/test`, A);
+      await eventually(
+        () =>
+          harness.hooklane.database.db.select().from(webhookAttempt).where(eq(webhookAttempt.dispatchId, test.body.id)),
+        (rows) => rows.length === 1,
+      );
+      const recovery = await harness.call("POST", `/v3/webhooks/${created.body.id}/recover`, {
+        ...A,
+        body: { since: "2020-01-01T00:00:00Z" },
+      });
+      fixture = {
+        webhookId: created.body.id,
+        dispatchId: test.body.id,
+        eventId: test.body.event.id,
+        recoveryId: recovery.body.id,
+        receiverUrl: receiver.url,
+        secrets: [created.body.id, test.body.id, test.body.event.id, recovery.body.id, created.body.secret],
+      };
+      fixture.secrets.push("only-a-knows-this-path", "a's private note");
+    }, HARNESS_START_MS);
+    afterAll(async () => {
+      await harness?.close();
+      await receiver?.close();
+    });
+
+    it.each(OTHERS)("answers $name with 404 and nothing of A's on every object route", async (other) => {
+      for (const route of controlPlaneRoutes) {
+        const probe = PROBES[route]!;
+        const method = route.split(" ")[0]!;
+        const { path, body } = probe.request(fixture);
+        const response = await harness.call(method, path, { ...other, ...(body === undefined ? {} : { body }) });
+        const text = JSON.stringify(response.body ?? "");
+        if (probe.kind === "object") expect(response.status, route).toBe(404);
+        else expect(response.status, `${route}: ${text}`).toBeLessThan(300);
+        for (const secret of fixture.secrets) expect(text, `${route} leaks ${secret}`).not.toContain(secret);
+      }
+      // A cursor is an object too.
+      const paged = await harness.call("GET", `/v3/webhooks?cursor=${fixture.webhookId}`, other);
+      expect(paged.status).toBe(422);
+      expect(JSON.stringify(paged.body)).not.toContain("only-a-knows-this-path");
+    });
+
+    it("leaves A's objects untouched, and A reaches every one of them", async () => {
+      const own = await harness.call("GET", `/v3/webhooks/${fixture.webhookId}`, A);
+      expect(own.body).toMatchObject({ description: "a's private note", status: "active" });
+      expect(own.body.previousSecretExpires).toBeNull();
+      // The owner's own calls succeed, so the 404s above were scoping, not typos; DELETE goes last.
+      const ordered = [...controlPlaneRoutes].sort(
+        (x, y) => Number(x.startsWith("DELETE")) - Number(y.startsWith("DELETE")),
+      );
+      for (const route of ordered) {
+        const method = route.split(" ")[0]!;
+        const { path, body } = PROBES[route]!.request(fixture);
+        const response = await harness.call(method, path, { ...A, ...(body === undefined ? {} : { body }) });
+        expect(response.status, `${route}: ${JSON.stringify(response.body)}`).toBeLessThan(300);
+      }
+    });
+  });
+});

@@ -1,0 +1,49 @@
+import { ApiError } from "../../../lib/api/problem.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { webhook } from "../../../lib/db/schema.ts";
+import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
+import { assertCallbackUrl, createWebhookBody, presentWebhook, webhookWithSecretSchema } from "./webhook-schemas.ts";
+
+/** `POST /v3/webhooks`: subscribe; the answer carries the secret, once. */
+export function addWebhookCreate(router: OperationRouter): void {
+  router.add(
+    {
+      method: "post",
+      path: "/v3/webhooks",
+      operationId: "createWebhook",
+      summary: "Create a webhook",
+      description: "Registers an endpoint for the given event types. The signing secret is in this answer only.",
+      tag: "Webhooks",
+      body: createWebhookBody,
+      responses: {
+        201: { description: "Created, with its secret.", schema: webhookWithSecretSchema },
+        403: { description: "Only admins create global webhooks." },
+      },
+    },
+    async (c, { body }) => {
+      const { config, database, secrets, subscriptions } = c.var.hooklane;
+      const { principal } = c.var;
+      if (body.scope === "global" && !principal.admin) {
+        throw new ApiError(403, "Forbidden", "Only admins can create global webhooks.");
+      }
+      assertCallbackUrl(body.url, config.allowedHosts);
+      const secret = generateWebhookSecret();
+      const [row] = await database.db
+        .insert(webhook)
+        .values({
+          account: body.scope === "global" ? null : principal.account,
+          url: body.url,
+          events: await assertSubscribableEvents(database, body.events),
+          scheme: body.scheme,
+          description: body.description,
+          secretSealed: await secrets.seal(secret),
+          createdBy: principal.sub,
+        })
+        .returning();
+      subscriptions.invalidate();
+      // The secret is shown here, once; afterwards only its sealed form exists.
+      return c.json({ ...presentWebhook(row!), secret }, 201);
+    },
+  );
+}

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyCatalogueSync } from "../../../lib/webhook/catalogue/catalogue-sync.ts";
+import { CATALOGUE } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
+import { pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
+import { createApp } from "../../app.ts";
+
+// The harness syncs the catalogue on start (CATALOGUE_AUTO_SYNC is on outside production).
+let harness: Harness;
+beforeAll(async () => {
+  harness = await startHarness(pgliteFactory, { lane: false });
+});
+afterAll(() => harness.close());
+
+const subscribe = (events: string[]) =>
+  harness.call("POST", "/v3/webhooks", { body: { url: "http://127.0.0.1:4000/hook", events } });
+
+describe("GET /v3/webhook-event-types", () => {
+  it("lists the catalogue's events as subscribers see them", async () => {
+    const response = await harness.call("GET", "/v3/webhook-event-types");
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({
+      object: "list",
+      data: CATALOGUE.filter((entry) => !entry.deprecated).map((entry) => ({
+        object: "webhook-event-type",
+        type: entry.internal,
+        description: entry.description,
+        resource: entry.resource,
+        ownerKind: entry.owner.kind,
+        example: entry.example,
+        since: entry.since,
+        deprecated: false,
+      })),
+      nextCursor: null,
+    });
+    expect(JSON.stringify(response.body)).not.toMatch(/"route"|"table"|"column"/);
+  });
+
+  it("needs a bearer token like every /v3 route", async () => {
+    const response = await createApp(harness.hooklane).request("/v3/webhook-event-types");
+    expect(response.status).toBe(401);
+  });
+});
+
+describe("subscribing to event types", () => {
+  it("answers 422 naming an unknown event and where it is in the request", async () => {
+    const response = await subscribe(["payment-debt.created", "payment-debt.exploded"]);
+    expect(response.status).toBe(422);
+    expect(response.body).toMatchObject({
+      detail:
+        "events[1]: payment-debt.exploded is not an event type you can subscribe to (GET /v3/webhook-event-types lists them)",
+      errors: [{ field: "events[1]" }],
+    });
+  });
+
+  it("accepts listed events and `*`", async () => {
+    expect((await subscribe(["payment-debt.created", "payment-debt.created"])).body.events).toEqual([
+      "payment-debt.created",
+    ]);
+    expect((await subscribe(["*"])).status).toBe(201);
+  });
+
+  it("refuses a deprecated event, which the listing no longer shows", async () => {
+    const { outcome } = await applyCatalogueSync(
+      harness.hooklane.database,
+      CATALOGUE.filter((entry) => entry.internal !== "general.address.purged"),
+    );
+    expect(outcome).toBe("applied");
+    const listed = (await harness.call("GET", "/v3/webhook-event-types")).body.data.map((type: any) => type.type);
+    expect(listed).not.toContain("general.address.purged");
+    expect(listed).toHaveLength(CATALOGUE.length - 1);
+    const response = await subscribe(["general.address.purged"]);
+    expect(response.status).toBe(422);
+    expect(response.body.detail).toContain(
+      "events[0]: general.address.purged is not an event type you can subscribe to",
+    );
+  });
+});

@@ -1,0 +1,83 @@
+import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { notFound } from "../../../lib/api/problem.ts";
+import { webhookRecovery } from "../../../lib/db/schema.ts";
+import { recoveryOutcome } from "../../../lib/db/sql/recovery-jobs.ts";
+import { wakeSweepers } from "../../../lib/webhook/sweeper/webhook-sweeper.ts";
+import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
+import { presentRecovery, recoverySchema } from "./dispatch-schemas.ts";
+import { timestamp, webhookIdParams } from "./webhook-schemas.ts";
+
+const recoverBody = z
+  .object({
+    since: timestamp.describe("Recover dispatches of events created at or after this time."),
+    until: timestamp.optional().describe("…and before this time; default now."),
+  })
+  .refine((body) => (body.until ? Date.parse(body.until) : Date.now()) > Date.parse(body.since), {
+    path: ["until"],
+    message: "must be later than since (until defaults to now)",
+  });
+
+const recoveryParams = webhookIdParams.extend({
+  recoveryId: z.string().max(100).describe("The recovery's id (`whr_…`)."),
+});
+
+/**
+ * Bulk recovery: `POST /v3/webhooks/:id/recover` starts a background job that
+ * puts the failed and exhausted dispatches of a window back to pending (a new
+ * run each, due now); `GET /v3/webhooks/:id/recoveries/:recoveryId` reads its
+ * progress. The lane's sweeper does the work in batches, off the request.
+ */
+export function addWebhookRecovery(router: OperationRouter): void {
+  router.add(
+    {
+      method: "post",
+      path: "/v3/webhooks/:id/recover",
+      operationId: "recoverWebhookDispatches",
+      summary: "Recover failed deliveries in a time window",
+      description: "Starts a background job; poll the answer's recovery for progress.",
+      tag: "Delivery log",
+      params: webhookIdParams,
+      body: recoverBody,
+      responses: { 202: { description: "The job, accepted.", schema: recoverySchema } },
+    },
+    async (c, { params, body }) => {
+      const { database } = c.var.hooklane;
+      const hook = await findWebhook(database, c.var.principal, params.id);
+      const [row] = await database.db
+        .insert(webhookRecovery)
+        .values({
+          webhookId: hook.id,
+          since: new Date(body.since),
+          until: body.until ? new Date(body.until) : new Date(),
+          createdBy: c.var.principal.sub,
+        })
+        .returning();
+      await wakeSweepers(database);
+      return c.json(presentRecovery(row!, { delivered: 0, failed: 0 }), 202);
+    },
+  );
+
+  router.add(
+    {
+      method: "get",
+      path: "/v3/webhooks/:id/recoveries/:recoveryId",
+      operationId: "getWebhookRecovery",
+      summary: "Read a recovery's progress",
+      tag: "Delivery log",
+      params: recoveryParams,
+      responses: { 200: { description: "The job and its counters.", schema: recoverySchema } },
+    },
+    async (c, { params }) => {
+      const { database } = c.var.hooklane;
+      const hook = await findWebhook(database, c.var.principal, params.id);
+      const [row] = await database.db
+        .select()
+        .from(webhookRecovery)
+        .where(and(eq(webhookRecovery.webhookId, hook.id), eq(webhookRecovery.id, params.recoveryId)));
+      if (!row) throw notFound("recovery");
+      return c.json(presentRecovery(row, await recoveryOutcome(database, row.id)));
+    },
+  );
+}

@@ -1,0 +1,58 @@
+import { sql } from "drizzle-orm";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { notFound } from "../../../lib/api/problem.ts";
+import { webhook } from "../../../lib/db/schema.ts";
+import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
+import {
+  assertCallbackUrl,
+  presentWebhook,
+  updateWebhookBody,
+  webhookIdParams,
+  webhookSchema,
+} from "./webhook-schemas.ts";
+
+/**
+ * `PATCH /v3/webhooks/:id`: url, events, description, scheme, and status
+ * `active`/`paused`. Events that arrive while paused or disabled are kept;
+ * making the webhook active again wakes the lane so the backlog goes out now.
+ */
+export function addWebhookUpdate(router: OperationRouter): void {
+  router.add(
+    {
+      method: "patch",
+      path: "/v3/webhooks/:id",
+      operationId: "updateWebhook",
+      summary: "Update, pause, resume or re-enable a webhook",
+      tag: "Webhooks",
+      params: webhookIdParams,
+      body: updateWebhookBody,
+      responses: { 200: { description: "The updated webhook.", schema: webhookSchema } },
+    },
+    async (c, { params, body }) => {
+      const { config, database, subscriptions, transport } = c.var.hooklane;
+      const { principal } = c.var;
+      const before = await findWebhook(database, principal, params.id);
+      if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
+      const events = body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events);
+      const statusChanges = body.status !== undefined && body.status !== before.status;
+      const [row] = await database.db
+        .update(webhook)
+        .set({
+          ...(body.url === undefined ? {} : { url: body.url }),
+          ...(events === undefined ? {} : { events }),
+          ...(body.description === undefined ? {} : { description: body.description }),
+          ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
+          ...(statusChanges ? { status: body.status, statusChangedAt: sql`now()`, disabledReason: null } : {}),
+          updatedAt: sql`now()`,
+        })
+        .where(webhookInScope(principal, params.id))
+        .returning();
+      if (!row) throw notFound("webhook");
+      if (events !== undefined) subscriptions.invalidate();
+      // Its kept events are due: deliver them now rather than at the lane's next idle check.
+      if (statusChanges && row.status === "active") await transport.sendDeliver([]);
+      return c.json(presentWebhook(row));
+    },
+  );
+}

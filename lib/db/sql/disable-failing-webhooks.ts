@@ -1,0 +1,51 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../client.ts";
+
+/**
+ * Disables every active webhook that has failed 100 % of its deliveries for
+ * the whole window ending at `now`, and returns their ids. A webhook
+ * qualifies when, with `start = now - windowMs`:
+ * - it has been active since `start` or earlier (a re-enabled one gets a full window again);
+ * - no dispatch of it succeeded after `start` (every attempt in the window failed);
+ * - a failed dispatch was created after `start`, and another at or before
+ *   `start` but after its last success: the failures span the window.
+ * Concurrent callers disable each webhook once: only the one whose update
+ * finds it still active gets its id back.
+ */
+export async function disableFailingWebhooks(
+  database: Database,
+  options: { now: Date; windowMs: number; reason: string },
+): Promise<string[]> {
+  const rows = await database.rows<{ id: string }>(sql`
+    with bounds as (
+      select ${options.now.toISOString()}::timestamptz - ${options.windowMs} * interval '1 millisecond' as start
+    ),
+    failing as (
+      select w.id
+      from webhook w, bounds b
+      where w.status = 'active'
+        and w.status_changed_at <= b.start
+        and not exists (
+          select 1 from webhook_dispatch d
+          where d.webhook_id = w.id and d.status = 'success' and d.completed_at > b.start)
+        and exists (
+          select 1 from webhook_dispatch d
+          where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
+            and d.created_at > b.start)
+        and exists (
+          select 1 from webhook_dispatch d
+          where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
+            and d.created_at <= b.start
+            and d.created_at > coalesce(
+              (select max(s.completed_at) from webhook_dispatch s where s.webhook_id = w.id and s.status = 'success'),
+              '-infinity'))
+    )
+    update webhook w
+    set status = 'disabled', disabled_reason = ${options.reason},
+        status_changed_at = ${options.now.toISOString()}::timestamptz, updated_at = now()
+    from failing f
+    where w.id = f.id and w.status = 'active'
+    returning w.id
+  `);
+  return rows.map((row) => row.id);
+}

@@ -1,0 +1,98 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../client.ts";
+import { NOT_IN_FLIGHT, RESTART_RUN } from "./restart-dispatches.ts";
+
+/** The dispatches a recovery of webhook `r` takes: failing or exhausted, created in [since, until). */
+const IN_WINDOW = sql.raw(`
+  d.webhook_id = r.webhook_id and d.status in ('error', 'exhausted')
+  and d.created_at >= r.since and d.created_at < r.until`);
+
+/**
+ * Leases the oldest unfinished recovery job that no live lease holds, with
+ * `FOR UPDATE SKIP LOCKED`, so concurrent sweepers never run the same job at
+ * once. Counts the window's dispatches the first time a job is claimed.
+ * Returns the job's id, or undefined when there is nothing to do.
+ */
+export async function claimRecoveryJob(
+  database: Database,
+  options: { workerId: string; leaseMs: number },
+): Promise<string | undefined> {
+  const [row] = await database.rows<{ id: string }>(sql`
+    with next as (
+      select id from webhook_recovery
+      where status <> 'completed' and (locked_until is null or locked_until < now())
+      order by created_at
+      limit 1
+      for update skip locked
+    )
+    update webhook_recovery r
+    set status = 'running',
+        locked_until = now() + ${options.leaseMs} * interval '1 millisecond',
+        locked_by = ${options.workerId},
+        started_at = coalesce(r.started_at, now()),
+        total = coalesce(r.total, (select count(*)::int from webhook_dispatch d where ${IN_WINDOW}))
+    from next
+    where r.id = next.id
+    returning r.id
+  `);
+  return row?.id;
+}
+
+/**
+ * Puts the next `limit` dispatches of a leased recovery back to pending (a
+ * new run, due now), advances its cursor and counters, and releases the
+ * lease; a short batch completes the job. Dispatches an attempt holds right
+ * now are left to that attempt. All in one statement, so a crash loses
+ * nothing and repeats nothing. Returns the requeued ids (to wake the lane).
+ */
+export async function requeueRecoveryBatch(
+  database: Database,
+  options: { recoveryId: string; workerId: string; limit: number },
+): Promise<string[]> {
+  const { recoveryId, workerId, limit } = options;
+  const [row] = await database.rows<{ ids: string[] }>(sql`
+    with batch as (
+      select d.id, d.created_at
+      from webhook_dispatch d, webhook_recovery r
+      where r.id = ${recoveryId} and ${IN_WINDOW}
+        and (r.cursor_id is null or (d.created_at, d.id) > (r.cursor_created_at, r.cursor_id))
+        and ${NOT_IN_FLIGHT}
+      order by d.created_at, d.id
+      limit ${limit}
+      for update of d skip locked
+    ),
+    requeued as (
+      update webhook_dispatch d set ${RESTART_RUN}, recovery_id = ${recoveryId}
+      from batch
+      where d.id = batch.id
+      returning d.id
+    ),
+    last as (select created_at, id from batch order by created_at desc, id desc limit 1),
+    progress as (
+      update webhook_recovery r
+      set requeued = r.requeued + (select count(*) from requeued),
+          cursor_created_at = coalesce((select created_at from last), r.cursor_created_at),
+          cursor_id = coalesce((select id from last), r.cursor_id),
+          status = case when (select count(*) from batch) < ${limit} then 'completed' else 'running' end,
+          completed_at = case when (select count(*) from batch) < ${limit} then now() end,
+          locked_until = null,
+          locked_by = null
+      where r.id = ${recoveryId} and r.locked_by = ${workerId}
+    )
+    select coalesce((select json_agg(id) from requeued), '[]'::json) as ids
+  `);
+  return row?.ids ?? [];
+}
+
+/** How the dispatches a recovery requeued have fared since. */
+export async function recoveryOutcome(
+  database: Database,
+  recoveryId: string,
+): Promise<{ delivered: number; failed: number }> {
+  const [row] = await database.rows<{ delivered: number | string; failed: number | string }>(sql`
+    select count(*) filter (where status = 'success') as delivered,
+           count(*) filter (where status = 'exhausted') as failed
+    from webhook_dispatch where recovery_id = ${recoveryId}
+  `);
+  return { delivered: Number(row?.delivered ?? 0), failed: Number(row?.failed ?? 0) };
+}
