@@ -72,7 +72,7 @@ export const envVariables = z.object({
   WEBHOOK_LIVEMODE: flag(true),
   WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).default(200),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).optional(),
   WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(1_000).default(16),
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.string().url().optional(),
@@ -119,7 +119,8 @@ const schema = envVariables.transform((env, ctx) => {
     livemode: env.WEBHOOK_LIVEMODE,
     leaseMs: env.WEBHOOK_LEASE_MS,
     batchSize: env.WEBHOOK_BATCH_SIZE,
-    concurrency: env.WEBHOOK_CONCURRENCY,
+    // The embedded database runs on the event loop the POSTs share; fewer in flight keeps their deadlines honest.
+    concurrency: env.WEBHOOK_CONCURRENCY ?? (env.DATABASE_URL ? 200 : 32),
     connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN,
     jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
     jwksUrl: env.AUTH_JWKS_URL,
