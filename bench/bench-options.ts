@@ -1,0 +1,84 @@
+import { parseArgs } from "node:util";
+
+export const SCENARIOS = ["publisher", "end-to-end", "fan-out", "throughput", "backlog"] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** How big each scenario is; `--quick` shrinks everything to fit a CI smoke run. */
+export interface BenchSizes {
+  publisher: { rounds: number; warmupSeconds: number; seconds: number; connections: number };
+  endToEnd: { warmup: number; light: number; lightRate: number; events: number; connections: number };
+  fanOut: { webhooks: number };
+  throughput: { deliveries: number; rounds: number };
+  backlog: { dispatches: number };
+  /** POSTs in flight per worker (the lane's WEBHOOK_CONCURRENCY, the peers', the ceiling's). */
+  concurrency: number;
+  /** Keep-alive sockets to the subscriber (WEBHOOK_CONNECTIONS_PER_ORIGIN, and the same for the others). */
+  connections: number;
+}
+
+const FULL: BenchSizes = {
+  publisher: { rounds: 3, warmupSeconds: 1, seconds: 5, connections: 32 },
+  endToEnd: { warmup: 500, light: 1_000, lightRate: 200, events: 20_000, connections: 32 },
+  fanOut: { webhooks: 10_000 },
+  throughput: { deliveries: 10_000, rounds: 4 },
+  backlog: { dispatches: 100_000 },
+  concurrency: 200,
+  connections: 16,
+};
+
+const QUICK: BenchSizes = {
+  publisher: { rounds: 1, warmupSeconds: 0.3, seconds: 1, connections: 32 },
+  endToEnd: { warmup: 50, light: 100, lightRate: 200, events: 1_000, connections: 32 },
+  fanOut: { webhooks: 1_000 },
+  throughput: { deliveries: 1_000, rounds: 1 },
+  backlog: { dispatches: 5_000 },
+  concurrency: 200,
+  connections: 16,
+};
+
+export interface BenchOptions {
+  quick: boolean;
+  /** Runs every product process (API, lane workers) under --cpu-prof and summarises the profiles; alone, only end to end. */
+  profile: boolean;
+  /** `synchronous_commit = off` on the throwaway database: shows what the disk's flush latency costs. */
+  asyncCommit: boolean;
+  scenarios: readonly ScenarioName[];
+  /** A server where the benchmark may create and drop a database. */
+  adminUrl: string;
+  redisUrl: string;
+  sizes: BenchSizes;
+}
+
+export const USAGE = `usage: npm run bench -- [--quick] [--profile] [--async-commit] [--only ${SCENARIOS.join(",")}]
+  BENCH_DATABASE_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+  BENCH_REDIS_URL     Redis for the BullMQ peer (default redis://127.0.0.1:6379)`;
+
+/** Parses the command line; throws with the usage on anything it does not know. */
+export function parseBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      quick: { type: "boolean", default: false },
+      profile: { type: "boolean", default: false },
+      "async-commit": { type: "boolean", default: false },
+      only: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+  });
+  if (values.help) throw new Error(USAGE);
+  const only = values.only?.split(",").map((s) => s.trim());
+  for (const name of only ?? []) {
+    if (!(SCENARIOS as readonly string[]).includes(name)) throw new Error(`unknown scenario ${name}\n${USAGE}`);
+  }
+  // `npm run bench --quick` (without `--`) reaches us only as npm's own config variable.
+  const quick = values.quick || env.npm_config_quick === "true";
+  return {
+    quick,
+    profile: values.profile,
+    asyncCommit: values["async-commit"],
+    scenarios: (only as ScenarioName[] | undefined) ?? (values.profile ? ["end-to-end"] : SCENARIOS),
+    adminUrl: env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+    redisUrl: env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",
+    sizes: quick ? QUICK : FULL,
+  };
+}

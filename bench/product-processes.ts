@@ -1,0 +1,184 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { stopChild } from "./rpc.ts";
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+// Product processes are not tied to the benchmark's IPC; if the benchmark
+// dies or is interrupted they are killed with it rather than left running.
+const live = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of live) child.kill("SIGKILL");
+});
+
+/** What every product process of one run shares. */
+export interface ProductSettings {
+  databaseUrl: string;
+  secretKey: string;
+  jwtSecret: string;
+  /** POSTs in flight per lane worker, and keep-alive sockets per subscriber origin. */
+  concurrency: number;
+  connections: number;
+  logDir: string;
+  /** Runs every product process under `--cpu-prof`, writing `<name>.cpuprofile` beside its log. */
+  cpuProfile: boolean;
+}
+
+export interface ProductProcess {
+  readonly pid: number;
+  /** Resident and peak resident memory from /proc, in bytes; undefined once it exited. */
+  memory(): { rss: number; peak: number } | undefined;
+  /** CPU time (user + system) used so far, in milliseconds, at the kernel's 10 ms resolution. */
+  cpuMs(): number;
+  /** SIGTERM (the product drains), SIGKILL after 15 s. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The API as `npm run api` runs it (`node app/server.ts` with HOOKLANE_LANE=off),
+ * in production mode, publishing when `publish` is set. Resolves once it listens.
+ */
+export async function startApi(
+  settings: ProductSettings,
+  options: { publish: boolean; name: string },
+): Promise<ProductProcess & { url: string }> {
+  const port = await freePort();
+  const started = await startProduct(settings, {
+    script: "app/server.ts",
+    name: options.name,
+    env: { PORT: String(port), HOOKLANE_LANE: "off", ENABLE_API_EVENT_QUEUE: String(options.publish) },
+    ready: /hooklane API on /,
+  });
+  return { ...started, url: `http://127.0.0.1:${port}` };
+}
+
+/** One lane worker as `npm run worker` runs it (`node app/worker.ts`). Resolves once its lane started. */
+export function startWorker(settings: ProductSettings, options: { name: string }): Promise<ProductProcess> {
+  return startProduct(settings, {
+    script: "app/worker.ts",
+    name: options.name,
+    env: {},
+    ready: /lane worker .* started/,
+  });
+}
+
+/**
+ * The API (publishing) and one lane worker, started side by side; when either
+ * fails to start, the other is stopped before the error is thrown.
+ */
+export async function startPipeline(
+  settings: ProductSettings,
+  name: string,
+): Promise<{ api: ProductProcess & { url: string }; worker: ProductProcess }> {
+  const [api, worker] = await Promise.allSettled([
+    startApi(settings, { publish: true, name: `${name}-api` }),
+    startWorker(settings, { name: `${name}-worker` }),
+  ]);
+  if (api.status === "fulfilled" && worker.status === "fulfilled") return { api: api.value, worker: worker.value };
+  await Promise.all(
+    [api, worker].map((started) => (started.status === "fulfilled" ? started.value.stop() : undefined)),
+  );
+  throw [api, worker].find((started) => started.status === "rejected")!.reason;
+}
+
+async function startProduct(
+  settings: ProductSettings,
+  options: { script: string; name: string; env: Record<string, string>; ready: RegExp },
+): Promise<ProductProcess> {
+  const log = createWriteStream(join(settings.logDir, `${options.name}.log`));
+  const profile = settings.cpuProfile
+    ? ["--cpu-prof", `--cpu-prof-dir=${settings.logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
+    : [];
+  const child = spawn(process.execPath, [...profile, options.script], {
+    cwd: REPO,
+    stdio: ["ignore", "pipe", "pipe"],
+    // Only what the product needs, so a developer's own DATABASE_URL or retry schedule cannot leak in.
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? "",
+      NODE_ENV: "production",
+      DATABASE_URL: settings.databaseUrl,
+      WEBHOOK_SECRET_KEY: settings.secretKey,
+      AUTH_JWT_SECRET: settings.jwtSecret,
+      WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+      WEBHOOK_CONCURRENCY: String(settings.concurrency),
+      WEBHOOK_CONNECTIONS_PER_ORIGIN: String(settings.connections),
+      CATALOGUE_AUTO_SYNC: "false",
+      ...options.env,
+    },
+  });
+  live.add(child);
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  void exited.then(() => live.delete(child));
+  child.stdout.pipe(log, { end: false });
+  child.stderr.pipe(log, { end: false });
+  void exited.then(() => log.end());
+
+  await new Promise<void>((resolve, reject) => {
+    let seen = "";
+    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within 30 s`)), 30_000);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      reject(new Error(`${error.message}; see ${join(settings.logDir, `${options.name}.log`)}`));
+    };
+    child.stdout.on("data", function onData(chunk: Buffer) {
+      seen = (seen + chunk.toString("utf8")).slice(-4_096);
+      if (options.ready.test(seen)) {
+        clearTimeout(timer);
+        child.stdout.off("data", onData);
+        resolve();
+      }
+    });
+    void exited.then((code) => fail(new Error(`${options.name} exited with ${code} while starting`)));
+  });
+
+  return {
+    pid: child.pid!,
+    memory: () => processMemory(child.pid!),
+    cpuMs: () => processCpuMs(child.pid!),
+    stop: () => stopChild(child, exited, 15_000),
+  };
+}
+
+// USER_HZ: the unit of /proc/<pid>/stat's times on every Linux Node runs on.
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of a live process from /proc/<pid>/stat, in milliseconds; NaN once it exited. */
+export function processCpuMs(pid: number): number {
+  try {
+    // Fields after the parenthesised command name, which may itself contain spaces.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
+}
+
+/** VmRSS and VmHWM of a live process, in bytes. */
+export function processMemory(pid: number): { rss: number; peak: number } | undefined {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    return undefined;
+  }
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? NaN) * 1_024;
+  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
+    });
+  });
+}

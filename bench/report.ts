@@ -1,0 +1,224 @@
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BenchSizes } from "./bench-options.ts";
+import { formatProfileSummary, type ProfileSummary } from "./cpuprofile-summary.ts";
+import { count, mb, ms, percent, ratio } from "./format.ts";
+import type { Machine } from "./machine.ts";
+import type { BacklogResult } from "./scenarios/backlog-memory.ts";
+import type { ContestantResult, ThroughputResult } from "./scenarios/dispatch-throughput.ts";
+import type { EndToEndResult } from "./scenarios/end-to-end.ts";
+import type { FanOutResult } from "./scenarios/fan-out.ts";
+import type { PublisherResult } from "./scenarios/publisher-overhead.ts";
+import { median } from "./stats.ts";
+import { barChartSvg, type Bar } from "./svg-bar-chart.ts";
+import { evaluateTargets } from "./targets.ts";
+
+export interface BenchResults {
+  runId: string;
+  mode: "quick" | "full";
+  /** The run's database had `synchronous_commit = off`. */
+  asyncCommit: boolean;
+  /** The median one-row autocommit INSERT on the run's database. */
+  commitLatencyMs: number;
+  startedAt: string;
+  durationSeconds: number;
+  machine: Machine;
+  sizes: BenchSizes;
+  scenarios: {
+    publisher?: PublisherResult;
+    "end-to-end"?: EndToEndResult;
+    "fan-out"?: FanOutResult;
+    throughput?: ThroughputResult;
+    backlog?: BacklogResult;
+  };
+  /** Scenario name (or `setup`) → what went wrong. */
+  errors: Record<string, string>;
+  profiles?: Record<string, ProfileSummary>;
+}
+
+/** Scenarios whose deliveries did not all arrive and get recorded before their deadline. */
+export function incompleteScenarios(results: BenchResults): string[] {
+  const { throughput, backlog } = results.scenarios;
+  const e2e = results.scenarios["end-to-end"];
+  const fan = results.scenarios["fan-out"];
+  return [
+    ...(e2e && (e2e.light.arrived < e2e.light.events || e2e.loaded.arrived < e2e.loaded.events) ? ["end-to-end"] : []),
+    ...(fan && !fan.complete ? ["fan-out"] : []),
+    ...(throughput && Object.values(throughput.contestants).some((c) => c.incomplete) ? ["throughput"] : []),
+    ...(backlog && !backlog.complete ? ["backlog"] : []),
+  ];
+}
+
+type Row = [string, string, string];
+
+/** The run's figures, one row each: what, how much, compared with what. */
+export function resultRows(results: BenchResults): Row[] {
+  const { publisher, throughput, backlog } = results.scenarios;
+  const e2e = results.scenarios["end-to-end"];
+  const fan = results.scenarios["fan-out"];
+  const { sizes } = results;
+  const rows: Row[] = [];
+  for (const variant of publisher?.variants ?? []) {
+    const paired = variant.key === "none" ? publisher!.ratioNone : publisher!.ratioSubscribed;
+    rows.push([
+      `1 publisher: API req/s, ${variant.label}`,
+      `${count(variant.median)} req/s (p99 ${ms(variant.p99Ms)}), ${count(variant.cpuUsPerRequest)} µs CPU/request`,
+      variant.key === "off" ? "baseline" : `${ratio(paired)} of flag off`,
+    ]);
+  }
+  if (e2e) {
+    const light = e2e.light.latency;
+    const loaded = e2e.loaded.latency;
+    rows.push(
+      [
+        `2 end to end, light load (1 connection, ${sizes.endToEnd.lightRate} req/s, ${count(e2e.light.events)} events)`,
+        `p50 ${ms(light.p50)} · p95 ${ms(light.p95)} · p99 ${ms(light.p99)}`,
+        "2xx → subscriber",
+      ],
+      [
+        `2 end to end, loaded (${sizes.endToEnd.connections} connections, ${count(e2e.loaded.events)} events)`,
+        `${count(e2e.loaded.sustainedDeliveriesPerSecond)} deliveries/s sustained`,
+        `API ${count(e2e.loaded.apiRequestsPerSecond)} req/s; overall ${count(e2e.loaded.overallDeliveriesPerSecond)}/s`,
+      ],
+      [
+        "2 end to end, loaded: latency",
+        `p50 ${ms(loaded.p50)} · p95 ${ms(loaded.p95)} · p99 ${ms(loaded.p99)}`,
+        "2xx → subscriber",
+      ],
+    );
+  }
+  if (fan) {
+    rows.push([
+      `3 fan-out: one event to ${count(fan.webhooks)} webhooks`,
+      `routed in ${ms(fan.routeMs)}`,
+      `last POST at ${ms(fan.lastArrivalMs)}, all recorded at ${ms(fan.allRecordedMs)}`,
+    ]);
+  }
+  if (throughput) {
+    const { ceiling, hooklane, "pg-boss": pgBoss, bullmq } = throughput.contestants;
+    const label = `${count(throughput.deliveries)} deliveries, ${sizes.concurrency} in flight, ${sizes.connections} sockets`;
+    rows.push(
+      [`4 ceiling: raw keep-alive POSTs (${label})`, `${count(ceiling.median)} /s`, "1.000× (the limit)"],
+      [
+        `5 hooklane lane: N dispatches → N deliveries`,
+        `${count(hooklane.median)} /s, ${transactions(hooklane)}`,
+        `${percent(hooklane.median / ceiling.median)} of ceiling`,
+      ],
+      [
+        `5 peer: pg-boss`,
+        `${count(pgBoss.median)} /s, ${transactions(pgBoss)}`,
+        `hooklane ${ratio(hooklane.median / pgBoss.median)}`,
+      ],
+      [
+        `5 peer: BullMQ (Redis)`,
+        bullmq.skipped ? `skipped: ${bullmq.skipped}` : `${count(bullmq.median)} /s, ${transactions(bullmq)}`,
+        bullmq.skipped ? "—" : `hooklane ${ratio(hooklane.median / bullmq.median)}`,
+      ],
+    );
+  }
+  if (backlog) {
+    rows.push([
+      `6 backlog: one worker, ${count(backlog.dispatches)} dispatches`,
+      `RSS idle ${mb(backlog.idleRssBytes)}, peak ${mb(backlog.peakRssBytes)} (VmHWM ${mb(backlog.highWaterBytes)})`,
+      `drained at ${count(backlog.deliveriesPerSecond)} /s`,
+    ]);
+  }
+  return rows;
+}
+
+function transactions(result: ContestantResult): string {
+  return `${median(result.transactionsPerDelivery).toFixed(2)} transactions/delivery`;
+}
+
+/** A Markdown table with padded columns, readable on a terminal too. */
+export function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] ?? "").length)));
+  const line = (cells: readonly string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
+}
+
+/** A smoke run's sizes are too small for a steady state, so its figures are shown but not judged. */
+function verdict(met: boolean | undefined, mode: BenchResults["mode"]): string {
+  if (mode === "quick") return "not judged (--quick)";
+  return met === undefined ? "not measured" : met ? "met" : "NOT MET";
+}
+
+function charts(results: BenchResults): Record<string, string> {
+  const out: Record<string, string> = {};
+  const { publisher, throughput } = results.scenarios;
+  const e2e = results.scenarios["end-to-end"];
+  if (throughput) {
+    const { ceiling, hooklane, "pg-boss": pgBoss, bullmq } = throughput.contestants;
+    const bars: Bar[] = [
+      { label: "ceiling (no database)", value: ceiling.median },
+      { label: "hooklane lane", value: hooklane.median, accent: true, note: percent(hooklane.median / ceiling.median) },
+      ...(e2e
+        ? [{ label: "hooklane end to end (API)", value: e2e.loaded.sustainedDeliveriesPerSecond, accent: true }]
+        : []),
+      { label: "pg-boss", value: pgBoss.median },
+      { label: bullmq.skipped ? "BullMQ (skipped)" : "BullMQ", value: bullmq.median },
+    ];
+    out["throughput.svg"] = barChartSvg(
+      `Deliveries per second (${count(throughput.deliveries)} deliveries)`,
+      "/s",
+      bars,
+    );
+  }
+  if (publisher) {
+    const paired = { off: 1, none: publisher.ratioNone, subscribed: publisher.ratioSubscribed };
+    out["publisher.svg"] = barChartSvg(
+      "API POST /v3/payment-debts, requests per second",
+      "req/s",
+      publisher.variants.map((v) => ({
+        label: v.label,
+        value: v.median,
+        accent: v.key !== "off",
+        note: ratio(paired[v.key]),
+      })),
+    );
+  }
+  return out;
+}
+
+/**
+ * Writes results.json, report.md and the SVG charts into `dir`; returns the
+ * terminal table (figures and targets) and the files written.
+ */
+export function writeReport(results: BenchResults, dir: string): { table: string; files: string[] } {
+  const figures = markdownTable(["scenario", "figure", "compared"], resultRows(results));
+  const targets = markdownTable(
+    ["SPEC target", "this run", "verdict"],
+    evaluateTargets(results).map((t) => [t.target, t.figure, verdict(t.met, results.mode)]),
+  );
+  const incomplete = incompleteScenarios(results);
+  const problems = [
+    ...Object.entries(results.errors).map(([name, error]) => `- **${name} failed**: \`${error.split("\n")[0]}\``),
+    ...incomplete.map((name) => `- **${name}**: not every delivery was recorded before the deadline`),
+  ];
+  const svgs = charts(results);
+  const { machine } = results;
+  const markdown = [
+    `# hooklane benchmark ${results.runId} (${results.mode})`,
+    "",
+    `${machine.cpus} × ${machine.cpuModel}, ${mb(machine.memoryBytes)} memory, Linux ${machine.kernel}, Node ${machine.node}, ` +
+      `${machine.postgres}; load average at start ${machine.loadAverage.map((l) => l.toFixed(2)).join(" ")}. ` +
+      `One commit: ${ms(results.commitLatencyMs)}${results.asyncCommit ? " (synchronous_commit = off)" : " (durable: waits for the WAL flush)"}. ` +
+      `Ran ${results.durationSeconds.toFixed(0)} s.`,
+    "",
+    figures,
+    "",
+    targets,
+    ...(problems.length ? ["", ...problems] : []),
+    ...Object.keys(svgs).map((file) => `\n![${file}](${file})`),
+    ...Object.values(results.profiles ?? {}).flatMap((summary) => ["", formatProfileSummary(summary)]),
+    "",
+  ].join("\n");
+  const files = ["results.json", "report.md", ...Object.keys(svgs)];
+  writeFileSync(join(dir, "results.json"), `${JSON.stringify(results, null, 2)}\n`);
+  writeFileSync(join(dir, "report.md"), markdown);
+  for (const [file, svg] of Object.entries(svgs)) writeFileSync(join(dir, file), svg);
+  return {
+    table: [figures, "", targets, ...(problems.length ? ["", ...problems] : [])].join("\n"),
+    files: files.map((file) => join(dir, file)),
+  };
+}

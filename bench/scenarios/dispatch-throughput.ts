@@ -1,0 +1,190 @@
+import { randomBytes } from "node:crypto";
+import { Socket } from "node:net";
+import { deliveryDeadline, now, waitForDeliveries, type BenchContext } from "../bench-context.ts";
+import { benchEventBody } from "../bench-event-body.ts";
+import type { CeilingRun } from "../ceiling.ts";
+import { createBullmqProducer } from "../peers/bullmq-pipeline.ts";
+import {
+  createPeerLedger,
+  peerDelivered,
+  resetPeerLedger,
+  type PeerProducer,
+  type PeerWorkerConfig,
+} from "../peers/peer-ledger.ts";
+import { createPgBossProducer } from "../peers/pg-boss-pipeline.ts";
+import { startWorker } from "../product-processes.ts";
+import { forkRpc } from "../rpc.ts";
+import { median } from "../stats.ts";
+
+export const CONTESTANTS = ["ceiling", "hooklane", "pg-boss", "bullmq"] as const;
+export type Contestant = (typeof CONTESTANTS)[number];
+
+export interface ContestantResult {
+  /** Deliveries per second, every round. */
+  rounds: number[];
+  median: number;
+  /** Set when the contestant could not run (e.g. no Redis for BullMQ). */
+  skipped?: string;
+  /** Set when a round hit its deadline before every delivery was recorded. */
+  incomplete?: boolean;
+  /**
+   * Transactions the database committed per delivery (pg_stat_database, the
+   * whole turn: start, enqueue, drain, stop): a figure the machine's noise
+   * does not move. None for the ceiling.
+   */
+  transactionsPerDelivery: number[];
+}
+
+export interface ThroughputResult {
+  deliveries: number;
+  contestants: Record<Contestant, ContestantResult>;
+}
+
+/**
+ * Scenarios 4 and 5: N deliveries to the same subscriber at the same
+ * concurrency, measured from the start of the enqueue to the last ledger
+ * record. The ceiling POSTs without a database; hooklane's lane drains N
+ * dispatch rows inserted in one transaction; the peers write N ledger rows and
+ * enqueue N jobs. Every round runs each contestant once, starting one later each time.
+ */
+export async function dispatchThroughput(context: BenchContext): Promise<ThroughputResult> {
+  const { deliveries, rounds } = context.options.sizes.throughput;
+  const { concurrency, connections } = context.options.sizes;
+  await context.db.reset();
+  await createPeerLedger(context.db.database);
+  await resetPeerLedger(context.db.database);
+  const [webhookId] = await context.db.seedWebhooks(1, `${context.subscriber.ready.url}/hooks`, "account");
+  const peerUrl = `${context.subscriber.ready.url}/peer`;
+  const redisDown = await redisUnreachable(context.options.redisUrl);
+  if (redisDown) {
+    console.warn(`\n!!! BullMQ peer SKIPPED: Redis is not reachable at ${context.options.redisUrl} (${redisDown})\n`);
+  }
+  const results = Object.fromEntries(
+    CONTESTANTS.map((name) => [name, { rounds: [], median: NaN, transactionsPerDelivery: [] } as ContestantResult]),
+  ) as Record<Contestant, ContestantResult>;
+  if (redisDown) results.bullmq.skipped = `Redis not reachable at ${context.options.redisUrl}`;
+
+  const peerConfig = (queue: string): PeerWorkerConfig => ({
+    databaseUrl: context.db.url,
+    redisUrl: context.options.redisUrl,
+    queue,
+    secret: `whsec_${randomBytes(32).toString("base64")}`,
+    concurrency,
+    connections,
+  });
+  const events = (tag: string) =>
+    Array.from({ length: deliveries }, (_, i) => ({
+      eventId: `evt_${tag}_${i}`,
+      payload: benchEventBody(`evt_${tag}_${i}`, `${tag}_${i}`),
+    }));
+
+  /** Times one round: `enqueue` starts the clock; the ledger count stops it. */
+  async function measure(
+    name: Contestant,
+    enqueue: () => Promise<void>,
+    recorded: () => Promise<number>,
+  ): Promise<void> {
+    const before = await recorded();
+    await context.subscriber.call("reset");
+    const started = now();
+    await enqueue();
+    const delivered = await waitForDeliveries(context, {
+      label: name,
+      count: deliveries,
+      recordedTarget: before + deliveries,
+      recorded,
+      deadline: deliveryDeadline(deliveries),
+    });
+    if (!delivered.complete) results[name].incomplete = true;
+    const rate = delivered.complete ? (deliveries * 1_000) / (delivered.doneAt - started) : NaN;
+    results[name].rounds.push(rate);
+    context.progress(`${name}: ${rate.toFixed(0)} deliveries/s${delivered.complete ? "" : " (deadline reached)"}`);
+  }
+
+  /** Runs one turn and counts the transactions it committed (its processes have exited, so their counts are in). */
+  async function countingTransactions(name: Contestant, turn: () => Promise<void>): Promise<void> {
+    const before = await context.db.transactions();
+    await turn();
+    const after = await context.db.transactions();
+    results[name].transactionsPerDelivery.push((after - before) / deliveries);
+  }
+
+  async function peerRound(name: "pg-boss" | "bullmq", round: number): Promise<void> {
+    const config = peerConfig(`bench-${context.runId}-${name}-${round}`);
+    const worker = await forkRpc(name === "pg-boss" ? "./peers/pg-boss-worker.ts" : "./peers/bullmq-worker.ts", {
+      env: { ...process.env, BENCH_PEER: JSON.stringify(config) },
+      readyTimeoutMs: 60_000,
+    });
+    let producer: PeerProducer | undefined;
+    try {
+      producer =
+        name === "pg-boss"
+          ? await createPgBossProducer(context.db.database, context.db.url, config.queue)
+          : createBullmqProducer(context.db.database, context.options.redisUrl, config.queue);
+      const batch = events(`${name}${round}`);
+      await measure(
+        name,
+        () => producer!.enqueue(peerUrl, batch),
+        () => peerDelivered(context.db.database),
+      );
+    } finally {
+      await worker.stop();
+      await producer?.close();
+    }
+  }
+
+  const ceiling = await forkRpc("./ceiling.ts");
+  const turns: Record<Contestant, (round: number) => Promise<void>> = {
+    async ceiling() {
+      await context.subscriber.call("reset");
+      const run: CeilingRun = { url: `${context.subscriber.ready.url}/ceiling`, deliveries, concurrency, connections };
+      const { elapsedMs, failed } = await ceiling.call<{ elapsedMs: number; failed: number }>("run", run);
+      results.ceiling.rounds.push(failed === 0 ? (deliveries * 1_000) / elapsedMs : NaN);
+      context.progress(`ceiling: ${((deliveries * 1_000) / elapsedMs).toFixed(0)} deliveries/s`);
+    },
+    hooklane: (round) =>
+      countingTransactions("hooklane", async () => {
+        const worker = await startWorker(context.product, { name: `throughput-worker-${round}` });
+        try {
+          await measure(
+            "hooklane",
+            () => context.db.insertDispatches(webhookId!, deliveries, `lane${round}`),
+            () => context.db.delivered(),
+          );
+        } finally {
+          await worker.stop();
+        }
+      }),
+    "pg-boss": (round) => countingTransactions("pg-boss", () => peerRound("pg-boss", round)),
+    bullmq: (round) =>
+      redisDown ? Promise.resolve() : countingTransactions("bullmq", () => peerRound("bullmq", round)),
+  };
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      // Each round starts with the next contestant, so a drift in the
+      // machine's load does not always favour the same one.
+      const shift = (round - 1) % CONTESTANTS.length;
+      for (const name of [...CONTESTANTS.slice(shift), ...CONTESTANTS.slice(0, shift)]) await turns[name](round);
+    }
+  } finally {
+    await ceiling.stop();
+  }
+  for (const result of Object.values(results)) result.median = result.rounds.length ? median(result.rounds) : NaN;
+  return { deliveries, contestants: results };
+}
+
+/** Why Redis cannot be reached within 1 s, or undefined when it answers PING. */
+async function redisUnreachable(redisUrl: string): Promise<string | undefined> {
+  const url = new URL(redisUrl);
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (reason: string | undefined) => {
+      socket.destroy();
+      resolve(reason);
+    };
+    socket.setTimeout(1_000, () => done("no answer within 1 s"));
+    socket.once("error", (error) => done(error.message));
+    socket.once("data", (data) => done(data.toString().startsWith("+PONG") ? undefined : data.toString().trim()));
+    socket.connect(Number(url.port || 6379), url.hostname, () => socket.write("PING\r\n"));
+  });
+}

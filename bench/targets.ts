@@ -1,0 +1,78 @@
+import { count, ms, percent, ratio } from "./format.ts";
+import type { BenchResults } from "./report.ts";
+
+export interface TargetVerdict {
+  /** SPEC's wording, shortened. */
+  target: string;
+  figure: string;
+  /** undefined: not measured in this run (scenario skipped, failed, or too small in --quick). */
+  met: boolean | undefined;
+}
+
+const FAN_OUT_TARGET_WEBHOOKS = 10_000;
+
+/** SPEC's "Targets", each judged from this run's figures. */
+export function evaluateTargets(results: BenchResults): TargetVerdict[] {
+  const { publisher, throughput, backlog } = results.scenarios;
+  const e2e = results.scenarios["end-to-end"];
+  const fan = results.scenarios["fan-out"];
+  const lane = throughput?.contestants.hooklane.median ?? NaN;
+  const versus = (peer: "pg-boss" | "bullmq"): TargetVerdict => {
+    const other = throughput?.contestants[peer];
+    return {
+      target: `ahead of the same pipeline on ${peer === "pg-boss" ? "pg-boss" : "BullMQ"}`,
+      figure: other?.skipped
+        ? `skipped: ${other.skipped}`
+        : `${count(lane)} vs ${count(other?.median ?? NaN)} deliveries/s (${ratio(lane / (other?.median ?? NaN))})`,
+      met: judge(lane / (other?.median ?? NaN), (r) => r > 1),
+    };
+  };
+  return [
+    {
+      target: "publisher: API throughput with the flag on (nobody subscribed) ≥ 98 % of flag off",
+      figure: publisher
+        ? `${percent(publisher.ratioNone)} (by CPU per request: ${percent(publisher.cpuRatioNone)}; ` +
+          `with a subscriber: ${percent(publisher.ratioSubscribed)})`
+        : "—",
+      met: judge(publisher?.ratioNone ?? NaN, (r) => r >= 0.98),
+    },
+    {
+      target: "≥ 3,000 deliveries/s sustained: the lane (N dispatches → N deliveries, as compared below)",
+      figure: throughput
+        ? `${count(lane)} deliveries/s (median of ${throughput.contestants.hooklane.rounds.length} rounds` +
+          `${backlog ? `; a ${count(backlog.dispatches)} backlog drained at ${count(backlog.deliveriesPerSecond)}/s` : ""})`
+        : "—",
+      met: judge(lane, (r) => r >= 3_000),
+    },
+    {
+      target: "≥ 3,000 deliveries/s sustained: end to end through the API (fan-out 1)",
+      figure: e2e
+        ? `${count(e2e.loaded.sustainedDeliveriesPerSecond)} deliveries/s (the API answered ${count(e2e.loaded.apiRequestsPerSecond)} req/s)`
+        : "—",
+      met: judge(e2e?.loaded.sustainedDeliveriesPerSecond ?? NaN, (r) => r >= 3_000),
+    },
+    {
+      target: "p50 from the API's 2xx to the subscriber ≤ 10 ms at light load",
+      figure: e2e ? `p50 ${ms(e2e.light.latency.p50)}, p99 ${ms(e2e.light.latency.p99)}` : "—",
+      met: judge(e2e?.light.latency.p50 ?? NaN, (p) => p <= 10),
+    },
+    {
+      target: "≥ 50 % of the raw loopback POST ceiling",
+      figure: throughput
+        ? `${percent(lane / throughput.contestants.ceiling.median)} (${count(lane)} of ${count(throughput.contestants.ceiling.median)}/s)`
+        : "—",
+      met: judge(lane / (throughput?.contestants.ceiling.median ?? NaN), (r) => r >= 0.5),
+    },
+    versus("pg-boss"),
+    versus("bullmq"),
+    {
+      target: "fan-out: one event to 10,000 webhooks routed in ≤ 1 s",
+      figure: fan ? `${ms(fan.routeMs)} for ${count(fan.webhooks)} webhooks` : "—",
+      met: fan && fan.webhooks >= FAN_OUT_TARGET_WEBHOOKS ? judge(fan.routeMs, (t) => t <= 1_000) : undefined,
+    },
+  ];
+}
+
+function judge(value: number, rule: (value: number) => boolean): boolean | undefined {
+  return Number.isFinite(value) ? rule(value) : undefined;
+}
