@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { insertDispatches } from "../../db/sql/insert-dispatches.ts";
 import { catalogueByInternal } from "../catalogue/webhook-event-catalogue.ts";
@@ -36,6 +37,10 @@ export async function handleRouteMessage(
     account,
     payload,
   });
+  // Without fresh statistics the claim plan scans every due row; autovacuum would only catch up later.
+  if (dispatchIds.length >= LARGE_FAN_OUT) await deps.database.rows(sql`analyze webhook_dispatch`);
   if (dispatchIds.length > 0) await deps.transport.sendDeliver(dispatchIds);
   return dispatchIds;
 }
+
+const LARGE_FAN_OUT = 1_000;
