@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { z } from "zod";
+import { RETRY } from "../webhook/outbound/webhook-retry-policy.ts";
 import { parseDuration, parseRetrySchedule } from "./duration.ts";
 
 const flag = (fallback: boolean) =>
@@ -9,13 +10,14 @@ const flag = (fallback: boolean) =>
     .optional()
     .transform((v) => (v === undefined || v === "" ? fallback : v === "true" || v === "1"));
 
-const duration = (fallback: string) =>
+/** A text variable read by `parse` (default `fallback`); the parser's error message names what is wrong. */
+const parsedText = <T>(fallback: string, parse: (text: string) => T) =>
   z
     .string()
     .default(fallback)
     .transform((v, ctx) => {
       try {
-        return parseDuration(v);
+        return parse(v);
       } catch (error) {
         ctx.addIssue({ code: "custom", message: (error as Error).message });
         return z.NEVER;
@@ -48,17 +50,7 @@ export const envVariables = z.object({
   DATABASE_DRIVER: z.enum(["pg", "neon"]).optional(),
   WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).default("postgres"),
   CRON_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
-  WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .default("5s,30s,5m,1h,24h")
-    .transform((v, ctx) => {
-      try {
-        return parseRetrySchedule(v);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-        return z.NEVER;
-      }
-    }),
+  WEBHOOK_RETRY_SCHEDULE: parsedText(RETRY.defaultSchedule, parseRetrySchedule),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10_000),
   WEBHOOK_ALLOWED_HOSTS: list,
   WEBHOOK_BRAND: z
@@ -83,7 +75,7 @@ export const envVariables = z.object({
     .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
     .optional(),
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
-  WEBHOOK_DISABLE_AFTER: duration("7d"),
+  WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
 });
 

@@ -1,7 +1,6 @@
 import { z } from "zod";
 
 /** The lane's two topics. Both run on the dedicated `webhook-out` lane. */
-export const WEBHOOK_OUT_LANE = "webhook-out";
 export const ROUTE_TOPIC = "webhook-out-route";
 export const DELIVER_TOPIC = "webhook-out-deliver";
 

@@ -4,8 +4,8 @@
  * immediate, so five delays mean six attempts.
  */
 export const RETRY = {
-  /** 5 s, 30 s, 5 min, 1 h, 24 h: six attempts over ~25 h. */
-  defaultSchedule: [5_000, 30_000, 300_000, 3_600_000, 86_400_000] as readonly number[],
+  /** 5 s, 30 s, 5 min, 1 h, 24 h: six attempts over ~25 h (`WEBHOOK_RETRY_SCHEDULE` overrides it). */
+  defaultSchedule: "5s,30s,5m,1h,24h",
   jitter: 0.1,
   retryAfterCapMs: 86_400_000,
 } as const;
@@ -31,9 +31,6 @@ export function decideRetry(input: {
   const floor = Math.min(input.retryAfterMs ?? 0, RETRY.retryAfterCapMs);
   return { kind: "retry", delayMs: Math.round(Math.max(jittered, floor)) };
 }
-
-/** Total attempts a schedule allows (the first plus one per delay). */
-export const maxAttempts = (schedule: readonly number[]) => schedule.length + 1;
 
 /**
  * Parses `Retry-After` as delay-seconds or an HTTP date. Returns milliseconds
