@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { ApiError, problem } from "../lib/api/problem.ts";
+import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
 import { requireAuth } from "../lib/auth/auth-middleware.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
 import { VERSION } from "../lib/version.ts";
@@ -19,6 +20,7 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
+  app.use(requestIdentity, requestLog);
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   app.use("/v3/*", requireAuth);
   app.route("/", resourceRoutes());

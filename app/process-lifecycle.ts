@@ -1,9 +1,10 @@
 import { ConfigError } from "../lib/config/env.ts";
+import { createLogger } from "../lib/log/logger.ts";
 
 /**
  * Runs a process's `main`, and on SIGINT or SIGTERM its `drain` once, then
- * exits. A configuration error is printed as its message alone (it names the
- * variable); anything else with its stack.
+ * exits. A configuration error is logged as its message alone (it names the
+ * variable); anything else by its name, code and message.
  */
 export function runProcess(main: () => Promise<(signal: string) => Promise<void>>): void {
   main()
@@ -18,8 +19,11 @@ export function runProcess(main: () => Promise<(signal: string) => Promise<void>
       process.on("SIGINT", () => void stop("SIGINT"));
       process.on("SIGTERM", () => void stop("SIGTERM"));
     })
-    .catch((error) => {
-      console.error(error instanceof ConfigError ? error.message : error);
+    .catch((error: unknown) => {
+      // No configured logger may exist yet (the configuration is what failed).
+      const logger = createLogger({ level: "info", format: process.env.LOG_FORMAT === "json" ? "json" : "pretty" });
+      if (error instanceof ConfigError) logger.fatal(error.message);
+      else logger.fatal({ err: error }, "start-up failed");
       process.exit(1);
     });
 }

@@ -9,17 +9,18 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
   const hooklane = await createHooklane(settings);
   const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
+  const { logger } = hooklane;
   const server = serve({ fetch: createApp(hooklane).fetch, port: settings.port }, (info) => {
     const where = hooklane.database.kind === "pglite" ? `embedded PGlite in ${settings.pgliteDataDir}` : "PostgreSQL";
-    console.log(`hooklane API on http://localhost:${info.port} (${where})`);
-    console.log(
+    logger.info(`hooklane API on http://localhost:${info.port} (${where})`);
+    logger.info(
       lane ? `webhook-out lane running in-process as ${lane.workerId}` : "webhook-out lane: off (run npm run worker)",
     );
-    if (!settings.publishEnabled) console.log("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
+    if (!settings.publishEnabled) logger.info("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
   });
 
   return async (signal) => {
-    console.log(`${signal}: draining`);
+    logger.info(`${signal}: draining`);
     server.close();
     await hooklane.publisher.settled();
     await lane?.stop();

@@ -12,10 +12,10 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   }
   const hooklane = await createHooklane(settings);
   const lane = await startLane(hooklane);
-  console.log(`webhook-out lane worker ${lane.workerId} started`);
+  hooklane.logger.info(`webhook-out lane worker ${lane.workerId} started`);
 
   return async (signal) => {
-    console.log(`${signal}: worker ${lane.workerId} draining`);
+    hooklane.logger.info(`${signal}: worker ${lane.workerId} draining`);
     await lane.stop();
     await hooklane.database.close();
   };

@@ -2,6 +2,7 @@ import { QueueClient } from "@vercel/queue";
 import { createTokenVerifier } from "./auth/jwt.ts";
 import { ConfigError, type Config } from "./config/env.ts";
 import { openDatabase, type Database } from "./db/client.ts";
+import { createLogger, type Logger } from "./log/logger.ts";
 import type { Hooklane } from "./hooklane.ts";
 import { createSmtpMailer } from "./mail/smtp-mailer.ts";
 import { autoSyncCatalogue } from "./webhook/catalogue/catalogue-auto-sync.ts";
@@ -24,23 +25,26 @@ import { createVercelTransport } from "./webhook/transport/vercel/vercel-transpo
  */
 export async function createHooklane(
   config: Config,
-  options: { database?: Database; queue?: QueueClient } = {},
+  options: { database?: Database; queue?: QueueClient; logger?: Logger } = {},
 ): Promise<Hooklane> {
+  const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const database =
     options.database ??
     (await openDatabase({
       ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
       driver: config.databaseDriver,
       pgliteDataDir: config.pgliteDataDir,
+      logger,
     }));
-  if (config.catalogueAutoSync) await autoSyncCatalogue(database);
+  if (config.catalogueAutoSync) await autoSyncCatalogue(database, logger);
   const transport =
     config.queueDriver === "vercel"
-      ? createVercelTransport(database, options.queue ?? new QueueClient())
+      ? createVercelTransport(database, options.queue ?? new QueueClient(), logger)
       : createPostgresTransport(database);
-  const subscriptions = createSubscriptionCache(database);
+  const subscriptions = createSubscriptionCache(database, { logger });
   return {
     config,
+    logger,
     database,
     transport,
     subscriptions,
@@ -49,6 +53,7 @@ export async function createHooklane(
       livemode: config.livemode,
       subscriptions,
       transport,
+      logger,
     }),
     secrets: createSecretSealer(config.secretKey),
     verifyToken: createTokenVerifier({

@@ -1,6 +1,7 @@
 import type { Config } from "./config/env.ts";
 import type { Database } from "./db/client.ts";
 import type { TokenVerifier } from "./auth/jwt.ts";
+import type { Logger } from "./log/logger.ts";
 import type { Mailer } from "./mail/smtp-mailer.ts";
 import type { ApiEventPublisher } from "./webhook/outbound/webhook-out-route.publisher.ts";
 import type { SecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
@@ -11,6 +12,8 @@ import type { VercelTransport } from "./webhook/transport/vercel/vercel-transpor
 /** The product's services, built once per process and handed to the API and the lane. */
 export interface Hooklane {
   config: Config;
+  /** The process's logger; components log through its children. */
+  logger: Logger;
   database: Database;
   /** Chosen by WEBHOOK_QUEUE_DRIVER; `name` tells which. */
   transport: PostgresTransport | VercelTransport;

@@ -1,10 +1,20 @@
 import type { Hooklane } from "../hooklane.ts";
 import type { Principal } from "../auth/jwt.ts";
+import type { Database } from "../db/client.ts";
+import type { Logger } from "../log/logger.ts";
 
 /** What every request carries: the product's services and, once authenticated, the caller. */
 export interface HooklaneEnv {
   Variables: {
     hooklane: Hooklane;
     principal: Principal;
+    /** `X-Request-Id`: the caller's, when it sent a sane one, or a new one; on every response and log line. */
+    requestId: string;
+    /** The logger for this request: every line carries its request id. */
+    log: Logger;
+    /** The database for this request: its own transaction when its 2xx publishes an event (see `handler()`). */
+    database: Database;
+    /** What `ok()` answered with, for the publisher. */
+    published: unknown;
   };
 }

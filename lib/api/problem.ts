@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ZodError } from "zod";
+import type { HooklaneEnv } from "./hono-env.ts";
 
 /** An error the API answers with as `application/problem+json` (RFC 9457). */
 export class ApiError extends Error {
@@ -35,12 +36,19 @@ export function problem(c: Context, error: unknown): Response {
   if (error instanceof ApiError) {
     return send(c, error.status, { title: error.message, detail: error.detail, ...error.extra });
   }
-  console.error("[api] unhandled error", error);
+  const { hooklane, log } = (c as Context<HooklaneEnv>).var;
+  if (hooklane?.database?.outage.report(error)) {
+    // Logged once per outage by the tracker; the caller may simply try again.
+    c.header("retry-after", "5");
+    return send(c, 503, { title: "Service Unavailable", detail: "The database is unreachable; try again shortly." });
+  }
+  (log ?? hooklane?.logger)?.error({ err: error }, "unhandled error");
   return send(c, 500, { title: "Internal Server Error", detail: "The request could not be completed." });
 }
 
 function send(c: Context, status: ContentfulStatusCode, body: Record<string, unknown>): Response {
-  return c.body(JSON.stringify({ type: "about:blank", status, ...body }), status, {
+  const requestId = (c as Context<HooklaneEnv>).var.requestId;
+  return c.body(JSON.stringify({ type: "about:blank", status, ...body, ...(requestId ? { requestId } : {}) }), status, {
     "content-type": "application/problem+json",
   });
 }

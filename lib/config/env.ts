@@ -77,6 +77,8 @@ export const envVariables = z.object({
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
+  LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
 });
 
 const schema = envVariables.transform((env, ctx) => {
@@ -122,6 +124,9 @@ const schema = envVariables.transform((env, ctx) => {
     smtpFrom: env.SMTP_FROM,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
+    // Tests read their own captured lines; a laptop gets readable lines, production JSON.
+    logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info"),
+    logFormat: env.LOG_FORMAT ?? (production ? "json" : "pretty"),
     catalogueAutoSync:
       env.CATALOGUE_AUTO_SYNC === undefined
         ? !production

@@ -11,6 +11,9 @@ import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
+import { silentLogger, type Logger } from "../log/logger.ts";
+import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
+import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -20,8 +23,22 @@ export interface Database {
   kind: "pglite" | "postgres" | "neon";
   /** Runs a raw statement and returns its rows. */
   rows<T>(query: SQL): Promise<T[]>;
-  /** Subscribes to a NOTIFY channel; returns the unsubscribe function. */
+  /**
+   * Runs `fn` in one transaction, handing it a Database whose statements all
+   * belong to it: committed when `fn` resolves, rolled back when it throws.
+   * Inside a transaction this nests as a savepoint.
+   */
+  transaction<T>(fn: (tx: Database) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to a NOTIFY channel; returns the unsubscribe function. The
+   * session heals itself after a lost connection and then calls `onNotify`
+   * once with "" so the subscriber catches up.
+   */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /** The LISTEN session's state (always up on the embedded database). */
+  readonly listenerHealth: ListenerHealth;
+  /** Outage bookkeeping: connection failures are logged here, once per outage. */
+  readonly outage: OutageTracker;
   /** Counts every statement sent, so tests can prove that none was. */
   readonly queryCount: number;
   close(): Promise<void>;
@@ -37,6 +54,8 @@ export interface DatabaseOptions {
   pglite?: PGlite;
   poolMax?: number;
   applicationName?: string;
+  /** Where outages, lost LISTEN sessions and idle-client errors are told; nowhere when absent. */
+  logger?: Logger;
 }
 
 const MIGRATIONS = fileURLToPath(new URL("../../drizzle", import.meta.url));
@@ -56,7 +75,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
   if (options.driver === "neon") {
     const pool = new neon.Pool(settings);
-    return openPooled("neon", pool as unknown as pg.Pool, {
+    return openPooled("neon", pool as unknown as pg.Pool, options.logger ?? silentLogger, {
       migrate: (client) =>
         migrateNeon(drizzleNeon(client as unknown as neon.PoolClient), { migrationsFolder: MIGRATIONS }),
       drizzle: (logger) => drizzleNeon(pool, { schema, logger }) as unknown as Db,
@@ -64,7 +83,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     });
   }
   const pool = new pg.Pool(settings);
-  return openPooled("postgres", pool, {
+  return openPooled("postgres", pool, options.logger ?? silentLogger, {
     migrate: (client) => migratePg(drizzlePg(client), { migrationsFolder: MIGRATIONS }),
     drizzle: (logger) => drizzlePg(pool, { schema, logger }) as unknown as Db,
     listener: () => new pg.Client({ connectionString: settings.connectionString }),
@@ -90,13 +109,18 @@ function queryCounter(): QueryCounter {
 async function openPooled(
   kind: "postgres" | "neon",
   pool: pg.Pool,
+  logger: Logger,
   driver: {
     migrate(client: pg.PoolClient): Promise<void>;
     drizzle(logger: QueryCounter): Db;
     listener(): pg.Client;
   },
 ): Promise<Database> {
-  pool.on("error", (error) => console.error("[db] idle client error", error));
+  const log = logger.child({ component: "db" });
+  const outage = createOutageTracker({ logger: log, probe: () => pool.query("select 1") });
+  pool.on("error", (error) => {
+    if (!outage.report(error)) log.warn({ err: error }, "idle database client failed");
+  });
   const lockClient = await pool.connect();
   try {
     await lockClient.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
@@ -106,33 +130,46 @@ async function openPooled(
     lockClient.release();
   }
   const counter = queryCounter();
-  const db = driver.drizzle(counter);
-  const listeners = new Set<pg.Client>();
+  const listener = createSharedListener({ connect: driver.listener, logger: log });
+  return facade(kind, driver.drizzle(counter), {
+    listen: listener.listen,
+    listenerHealth: () => listener.health,
+    outage,
+    counter,
+    async close() {
+      outage.close();
+      await listener.close();
+      await pool.end();
+    },
+  });
+}
+
+/** The Database over a drizzle instance (or a transaction of one). */
+function facade(
+  kind: Database["kind"],
+  db: Db,
+  parts: {
+    listen: Database["listen"];
+    listenerHealth: () => ListenerHealth;
+    outage: OutageTracker;
+    counter: QueryCounter;
+    close(): Promise<void>;
+  },
+): Database {
   return {
     db,
     kind,
     rows: async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows,
-    async listen(channel, onNotify) {
-      const client = driver.listener();
-      client.on("error", (error) => console.error(`[db] listener on ${channel} failed`, error));
-      await client.connect();
-      client.on("notification", (message) => {
-        if (message.channel === channel) onNotify(message.payload ?? "");
-      });
-      await client.query(`listen "${channel}"`);
-      listeners.add(client);
-      return async () => {
-        listeners.delete(client);
-        await client.end().catch(() => {});
-      };
+    transaction: (fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, parts))),
+    listen: parts.listen,
+    get listenerHealth() {
+      return parts.listenerHealth();
     },
+    outage: parts.outage,
     get queryCount() {
-      return counter.count;
+      return parts.counter.count;
     },
-    async close() {
-      await Promise.all([...listeners].map((client) => client.end().catch(() => {})));
-      await pool.end();
-    },
+    close: parts.close,
   };
 }
 
@@ -143,14 +180,19 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS });
   const counter = queryCounter();
   const db = drizzlePglite(client, { schema, logger: counter }) as unknown as Db;
-  return {
-    db,
-    kind: "pglite",
-    rows: async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows,
-    listen: (channel, onNotify) => client.listen(channel, onNotify),
-    get queryCount() {
-      return counter.count;
+  const channels = new Set<string>();
+  return facade("pglite", db, {
+    async listen(channel, onNotify) {
+      channels.add(channel);
+      return client.listen(channel, onNotify);
     },
+    // In-process: nothing to lose.
+    listenerHealth: () => ({ up: true, channels: [...channels], downSince: undefined, reconnects: 0 }),
+    outage: createOutageTracker({
+      logger: (options.logger ?? silentLogger).child({ component: "db" }),
+      probe: () => client.query("select 1"),
+    }),
+    counter,
     close: () => client.close(),
-  };
+  });
 }

@@ -30,7 +30,7 @@ export function accountRoutes(): Hono<HooklaneEnv> {
     handler(async (c) => {
       if (!c.var.principal.admin) throw new ApiError(403, "Forbidden", "Only an admin can create accounts.");
       const input = createAccount.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db.insert(account).values(input).onConflictDoNothing().returning();
+      const [row] = await c.var.database.db.insert(account).values(input).onConflictDoNothing().returning();
       if (!row) throw new ApiError(409, "Conflict", `An account with id ${input.id} already exists.`);
       return ok(c, row, 201);
     }),
@@ -41,7 +41,7 @@ export function accountRoutes(): Hono<HooklaneEnv> {
     handler(async (c) => {
       const id = visibleAccountId(c);
       const input = updateAccount.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db.update(account).set(input).where(eq(account.id, id)).returning();
+      const [row] = await c.var.database.db.update(account).set(input).where(eq(account.id, id)).returning();
       if (!row) throw notFound("account");
       return ok(c, row);
     }),
@@ -50,7 +50,7 @@ export function accountRoutes(): Hono<HooklaneEnv> {
   app.get(
     "/v3/accounts/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .select()
         .from(account)
         .where(eq(account.id, visibleAccountId(c)));

@@ -28,7 +28,7 @@ export function generalAddressRoutes(): Hono<HooklaneEnv> {
     "/v3/general-addresses",
     handler(async (c) => {
       const input = address.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db.insert(generalAddress).values(input).returning();
+      const [row] = await c.var.database.db.insert(generalAddress).values(input).returning();
       return ok(c, row, 201);
     }),
   );
@@ -37,7 +37,7 @@ export function generalAddressRoutes(): Hono<HooklaneEnv> {
     "/v3/general-addresses/:id",
     handler(async (c) => {
       const input = updateAddress.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db.update(generalAddress).set(input).where(requested(c)).returning();
+      const [row] = await c.var.database.db.update(generalAddress).set(input).where(requested(c)).returning();
       if (!row) throw notFound("general address");
       return ok(c, row);
     }),
@@ -46,7 +46,7 @@ export function generalAddressRoutes(): Hono<HooklaneEnv> {
   app.delete(
     "/v3/general-addresses/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .delete(generalAddress)
         .where(requested(c))
         .returning({ id: generalAddress.id });
@@ -59,7 +59,7 @@ export function generalAddressRoutes(): Hono<HooklaneEnv> {
   app.get(
     "/v3/general-addresses/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db.select().from(generalAddress).where(requested(c));
+      const [row] = await c.var.database.db.select().from(generalAddress).where(requested(c));
       if (!row) throw notFound("general address");
       return c.json(row);
     }),

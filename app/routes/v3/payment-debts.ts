@@ -40,7 +40,7 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
     handler(async (c) => {
       const input = createPaymentDebt.parse(await jsonBody(c));
       const owner = await owningAccount(c, input.account);
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .insert(paymentDebt)
         .values({ ...input, account: owner })
         .returning();
@@ -52,7 +52,7 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
     "/v3/payment-debts/:id",
     handler(async (c) => {
       const input = updatePaymentDebt.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .update(paymentDebt)
         .set(input)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
@@ -65,7 +65,7 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
   app.delete(
     "/v3/payment-debts/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .delete(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
         .returning({ id: paymentDebt.id });
@@ -77,7 +77,7 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
   app.get(
     "/v3/payment-debts/:id",
     handler(async (c) => {
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .select()
         .from(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account));
@@ -90,7 +90,7 @@ export function paymentDebtRoutes(): Hono<HooklaneEnv> {
     "/v3/payment-debts",
     handler(async (c) => {
       const { limit } = listQuery.parse(c.req.query());
-      const data = await c.var.hooklane.database.db
+      const data = await c.var.database.db
         .select()
         .from(paymentDebt)
         .where(visibleTo(c.var.principal, paymentDebt.account))

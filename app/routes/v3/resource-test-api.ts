@@ -5,7 +5,8 @@ import { openDatabase, type Database } from "../../../lib/db/client.ts";
 import { account } from "../../../lib/db/schema.ts";
 import type { Hooklane } from "../../../lib/hooklane.ts";
 import { catalogueByRoute } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
-import type { ApiTransaction } from "../../../lib/webhook/outbound/webhook-out-route.publisher.ts";
+import type { RouteMessage } from "../../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
+import type { ApiEventPublisher, ApiTransaction } from "../../../lib/webhook/outbound/webhook-out-route.publisher.ts";
 import { resourceRoutes } from "./index.ts";
 
 /** A published transaction as the publisher will read it: the catalogue event and the resource id. */
@@ -41,7 +42,16 @@ export interface ResourceTestApi {
 export async function resourceTestApi(): Promise<ResourceTestApi> {
   const database = await openDatabase({ pgliteDataDir: "memory://" });
   const published: ApiTransaction[] = [];
-  const publisher = { enabled: true, publish: async (transaction: ApiTransaction) => void published.push(transaction) };
+  // Everyone listens to everything: each published transaction is kept, and nothing is carried.
+  const publisher: Pick<ApiEventPublisher, "enabled" | "subscribedEvent" | "publish" | "committed"> = {
+    enabled: true,
+    subscribedEvent: async (method, route) => catalogueByRoute(method, route),
+    async publish(_tx, _entry, transaction) {
+      published.push(transaction);
+      return { message: {} as RouteMessage, jobId: 0 };
+    },
+    committed: () => {},
+  };
   const hooklane = { database, publisher } as unknown as Hooklane;
 
   const app = new Hono<HooklaneEnv>();

@@ -17,7 +17,7 @@ export function subscriptionHistoryRoutes(): Hono<HooklaneEnv> {
     handler(async (c) => {
       const input = createHistoryEntry.parse(await jsonBody(c));
       const parent = await requestedSubscription(c);
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .insert(subscriptionHistory)
         .values({ subscription: parent.id, change: input.change })
         .returning();
@@ -29,7 +29,7 @@ export function subscriptionHistoryRoutes(): Hono<HooklaneEnv> {
     "/v3/subscriptions/:id/history",
     handler(async (c) => {
       const parent = await requestedSubscription(c);
-      const data = await c.var.hooklane.database.db
+      const data = await c.var.database.db
         .select()
         .from(subscriptionHistory)
         .where(eq(subscriptionHistory.subscription, parent.id))

@@ -25,7 +25,7 @@ export function subscriptionRoutes(): Hono<HooklaneEnv> {
     handler(async (c) => {
       const input = createSubscription.parse(await jsonBody(c));
       const owner = await owningAccount(c, input.account);
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .insert(subscription)
         .values({ ...input, account: owner })
         .returning();
@@ -37,7 +37,7 @@ export function subscriptionRoutes(): Hono<HooklaneEnv> {
     "/v3/subscriptions/:id",
     handler(async (c) => {
       const input = updateSubscription.parse(await jsonBody(c));
-      const [row] = await c.var.hooklane.database.db
+      const [row] = await c.var.database.db
         .update(subscription)
         .set(input)
         .where(requestedRow(c, subscription.id, subscription.account))
@@ -50,7 +50,7 @@ export function subscriptionRoutes(): Hono<HooklaneEnv> {
   app.delete(
     "/v3/subscriptions/:id",
     handler(async (c) => {
-      const id = await c.var.hooklane.database.db.transaction(async (tx) => {
+      const id = await c.var.database.db.transaction(async (tx) => {
         const [row] = await tx
           .select({ id: subscription.id })
           .from(subscription)
@@ -76,7 +76,7 @@ export function subscriptionRoutes(): Hono<HooklaneEnv> {
 
 /** The subscription named by `:id` if the caller may see it; throws a 404 otherwise. */
 export async function requestedSubscription(c: ApiContext): Promise<Subscription> {
-  const [row] = await c.var.hooklane.database.db
+  const [row] = await c.var.database.db
     .select()
     .from(subscription)
     .where(requestedRow(c, subscription.id, subscription.account));

@@ -25,7 +25,7 @@ export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: 
 export async function owningAccount(c: ApiContext, requested: string | undefined): Promise<string> {
   const { principal } = c.var;
   const id = principal.admin && requested ? requested : principal.account;
-  const [row] = await c.var.hooklane.database.db.select({ id: account.id }).from(account).where(eq(account.id, id));
+  const [row] = await c.var.database.db.select({ id: account.id }).from(account).where(eq(account.id, id));
   if (!row) {
     const errors = [{ field: "account", message: "no such account" }];
     throw new ApiError(422, "Unprocessable Content", "account: no such account", { errors });

@@ -43,7 +43,7 @@ export function addWebhookEventTypes(router: OperationRouter): void {
       responses: { 200: { description: "Every event type you can subscribe to.", schema: listOf(eventTypeSchema) } },
     },
     async (c) => {
-      const rows = await c.var.hooklane.database.db
+      const rows = await c.var.database.db
         .select()
         .from(webhookEventType)
         .where(eq(webhookEventType.deprecated, false))

@@ -53,8 +53,7 @@ export function addWebhookRead(router: OperationRouter): void {
       params: webhookIdParams,
       responses: { 200: { description: "The webhook.", schema: webhookSchema } },
     },
-    async (c, { params }) =>
-      c.json(presentWebhook(await findWebhook(c.var.hooklane.database, c.var.principal, params.id))),
+    async (c, { params }) => c.json(presentWebhook(await findWebhook(c.var.database, c.var.principal, params.id))),
   );
 }
 

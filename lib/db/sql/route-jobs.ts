@@ -4,12 +4,25 @@ import { webhookRouteJob } from "../schema.ts";
 
 export const ROUTE_WAKE_CHANNEL = "hooklane_route";
 
-/** Enqueues a route message and wakes listening workers in the same statement. */
-export async function enqueueRouteJob(database: Database, message: unknown): Promise<void> {
-  await database.rows(sql`
-    with job as (insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb) returning id)
-    select pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
+/**
+ * Enqueues a route message and, in the same statement, notifies listening
+ * workers (inside a transaction the NOTIFY is delivered at commit). A job
+ * with `notBeforeMs` is left alone by consumers until then. Returns its id.
+ */
+export async function enqueueRouteJob(
+  database: Database,
+  message: unknown,
+  options: { notBeforeMs?: number } = {},
+): Promise<number> {
+  const [row] = await database.rows<{ id: number | string }>(sql`
+    with job as (
+      insert into webhook_route_job (message, run_at)
+      values (${JSON.stringify(message)}::jsonb, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond')
+      returning id
+    )
+    select id, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
   `);
+  return Number(row!.id);
 }
 
 export interface ClaimedRouteJob {

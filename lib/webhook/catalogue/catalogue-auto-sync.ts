@@ -1,4 +1,5 @@
 import type { Database } from "../../db/client.ts";
+import { silentLogger, type Logger } from "../../log/logger.ts";
 import { applyCatalogueSync } from "./catalogue-sync.ts";
 import { formatRefusal, summarizeCatalogueSync } from "./catalogue-sync-report.ts";
 import { CATALOGUE } from "./webhook-event-catalogue.ts";
@@ -10,11 +11,12 @@ import { CATALOGUE } from "./webhook-event-catalogue.ts";
  * database is left as it was, for ops to decide with `npm run catalogue:sync`.
  * Throws only on database errors.
  */
-export async function autoSyncCatalogue(database: Database): Promise<void> {
+export async function autoSyncCatalogue(database: Database, logger: Logger = silentLogger): Promise<void> {
+  const log = logger.child({ component: "catalogue" });
   const { outcome, plan } = await applyCatalogueSync(database, CATALOGUE);
-  if (outcome === "applied") console.log(`[catalogue] auto-sync: ${summarizeCatalogueSync(plan)}`);
+  if (outcome === "applied") log.info(`auto-sync: ${summarizeCatalogueSync(plan)}`);
   if (outcome === "refused") {
-    for (const line of formatRefusal(plan)) console.warn(`[catalogue] auto-sync ${line}`);
-    console.warn("[catalogue] auto-sync changed nothing; run `npm run catalogue:sync` to decide (--force deprecates)");
+    for (const line of formatRefusal(plan)) log.warn(`auto-sync ${line}`);
+    log.warn("auto-sync changed nothing; run `npm run catalogue:sync` to decide (--force deprecates)");
   }
 }

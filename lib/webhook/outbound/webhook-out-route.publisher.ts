@@ -1,10 +1,14 @@
+import { waitUntil } from "@vercel/functions";
+import type { Database } from "../../db/client.ts";
+import type { Logger } from "../../log/logger.ts";
 import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
 import { catalogueByRoute } from "../catalogue/webhook-event-catalogue.ts";
-import type { WebhookTransport } from "../transport/webhook-transport.ts";
+import type { RouteReceipt, WebhookTransport } from "../transport/webhook-transport.ts";
 import { newEventId } from "./webhook-event-body.ts";
+import type { RouteMessage } from "./webhook-out-queue-registrations.ts";
 import type { SubscriptionCache } from "./webhook-subscription-cache.ts";
 
-/** A 2xx answer of a mutating route, as `ok()` sees it. */
+/** A 2xx answer of a mutating route, as `ok()` recorded it. */
 export interface ApiTransaction {
   method: string;
   /** The matched route template, e.g. `/v3/payment-debts/:id`. */
@@ -14,61 +18,89 @@ export interface ApiTransaction {
 }
 
 export interface ApiEventPublisher {
-  /** `ENABLE_API_EVENT_QUEUE`: when false, `ok()` never calls `publish`. */
+  /** `ENABLE_API_EVENT_QUEUE`: when false, requests never ask the publisher anything. */
   readonly enabled: boolean;
-  /** Publishes one transaction if anyone listens. Never throws: failures are logged and counted. */
-  publish(transaction: ApiTransaction): Promise<void>;
-  /** Resolves once every publish started so far has settled (tests and graceful shutdown). */
+  /**
+   * The catalogue event a 2xx of `method route` emits, if anyone listens to
+   * it; undefined otherwise, and then the request writes nothing for events
+   * and needs no transaction of its own. Loads the subscribed set on first use.
+   */
+  subscribedEvent(method: string, route: string): Promise<CatalogueEntry | undefined>;
+  /**
+   * Writes the `webhook-out-route` message into `tx`, the mutation's own
+   * transaction: the event exists if and only if the mutation commits.
+   * Throws when it cannot (the request then fails rather than lose the event).
+   */
+  publish(tx: Database, entry: CatalogueEntry, transaction: ApiTransaction): Promise<RouteReceipt>;
+  /**
+   * After commit: lets the transport carry what was written (a wake-up, or a
+   * forward to a queue, kept alive past the response with `waitUntil`).
+   */
+  committed(receipt: RouteReceipt): void;
+  /** Resolves once every forward started so far has settled (tests and graceful shutdown). */
   settled(): Promise<void>;
   readonly stats: { considered: number; published: number; unsubscribed: number; failed: number };
 }
 
 /**
- * `publishApiTransactionEvent`: derives the catalogue event from method and
- * route, checks the subscribed set, and only then sends a
- * `webhook-out-route` message. Mutations nobody listens to cost a Map lookup
- * and a Set lookup, and write nothing.
+ * `publishApiTransactionEvent`, split around the mutation's commit: before
+ * the handler runs, the route is looked up in the catalogue and the
+ * subscribed set (a Map and a Set lookup for mutations nobody listens to);
+ * inside its transaction the message is written; after commit the transport
+ * carries it.
  */
 export function createApiEventPublisher(deps: {
   enabled: boolean;
   livemode: boolean;
   subscriptions: SubscriptionCache;
   transport: WebhookTransport;
+  logger: Logger;
 }): ApiEventPublisher {
   const inFlight = new Set<Promise<void>>();
   const stats = { considered: 0, published: 0, unsubscribed: 0, failed: 0 };
-
-  async function publishApiTransactionEvent(transaction: ApiTransaction): Promise<void> {
-    stats.considered++;
-    const entry = catalogueByRoute(transaction.method, transaction.route);
-    if (!entry) return;
-    if (!(await deps.subscriptions.has(entry.internal))) {
-      stats.unsubscribed++;
-      return;
-    }
-    const resourceId = resourceIdOf(entry, transaction);
-    if (!resourceId)
-      throw new Error(`${entry.internal}: no resource id at ${entry.idFrom.source}.${entry.idFrom.name}`);
-    await deps.transport.sendRoute({
-      eventId: newEventId(),
-      type: entry.internal,
-      resourceId,
-      occurredAt: new Date().toISOString(),
-      livemode: deps.livemode,
-    });
-    stats.published++;
-  }
+  const log = deps.logger.child({ component: "publish" });
 
   return {
     enabled: deps.enabled,
-    publish(transaction) {
-      const promise = publishApiTransactionEvent(transaction).catch((error) => {
+    async subscribedEvent(method, route) {
+      stats.considered++;
+      const entry = catalogueByRoute(method, route);
+      if (!entry) return undefined;
+      if (await deps.subscriptions.has(entry.internal)) return entry;
+      stats.unsubscribed++;
+      return undefined;
+    },
+    async publish(tx, entry, transaction) {
+      try {
+        const resourceId = resourceIdOf(entry, transaction);
+        if (!resourceId) {
+          throw new Error(`${entry.internal}: no resource id at ${entry.idFrom.source}.${entry.idFrom.name}`);
+        }
+        const message: RouteMessage = {
+          eventId: newEventId(),
+          type: entry.internal,
+          resourceId,
+          occurredAt: new Date().toISOString(),
+          livemode: deps.livemode,
+        };
+        return await deps.transport.enqueueRoute(tx, message);
+      } catch (error) {
         stats.failed++;
-        console.error(`[publish] ${transaction.method} ${transaction.route} failed`, error);
+        throw error;
+      }
+    },
+    committed(receipt) {
+      stats.published++;
+      const forward = deps.transport.routeCommitted(receipt).catch((error: unknown) => {
+        // The outbox row stays; the transport's sweep carries it later.
+        log.warn(
+          { err: error, eventId: receipt.message.eventId },
+          "forwarding a committed event failed; the sweep resends it",
+        );
       });
-      inFlight.add(promise);
-      void promise.finally(() => inFlight.delete(promise));
-      return promise;
+      waitUntil(forward);
+      inFlight.add(forward);
+      void forward.finally(() => inFlight.delete(forward));
     },
     async settled() {
       while (inFlight.size > 0) await Promise.all(inFlight);

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
+import { silentLogger, type Logger } from "../../log/logger.ts";
 
 export interface SubscriptionCache {
   /** Whether any webhook listens to `internal`. Loads on first use; afterwards at most every `ttlMs`. */
@@ -18,10 +19,11 @@ export interface SubscriptionCache {
  */
 export function createSubscriptionCache(
   database: Database,
-  options: { ttlMs?: number; now?: () => number } = {},
+  options: { ttlMs?: number; now?: () => number; logger?: Logger } = {},
 ): SubscriptionCache {
   const ttlMs = options.ttlMs ?? 30_000;
   const now = options.now ?? Date.now;
+  const log = (options.logger ?? silentLogger).child({ component: "publish" });
   let internals: Set<string> | undefined;
   let expiresAt = 0;
   let mustWait = true;
@@ -52,7 +54,9 @@ export function createSubscriptionCache(
     async has(internal) {
       if (mustWait || !internals) await load();
       else if (now() >= expiresAt)
-        load().catch((error) => console.error("[publish] subscriber set refresh failed", error));
+        load().catch((error: unknown) => {
+          if (!database.outage.report(error)) log.warn({ err: error }, "subscriber set refresh failed");
+        });
       return internals!.has(internal);
     },
     invalidate() {

@@ -39,7 +39,7 @@ export async function sweepOnce(
       try {
         if (!(await task.run(context))) break;
       } catch (error) {
-        console.error(`[sweeper] ${task.name} failed`, error);
+        reportTaskFailure(hooklane, task, error);
         break;
       }
     }
@@ -70,7 +70,7 @@ export async function startSweeper(
     try {
       return await task.run(context);
     } catch (error) {
-      console.error(`[sweeper] ${task.name} failed`, error);
+      reportTaskFailure(hooklane, task, error);
       return false;
     }
   }
@@ -99,4 +99,9 @@ export async function startSweeper(
       await unlisten();
     },
   };
+}
+
+function reportTaskFailure(hooklane: Hooklane, task: SweeperTask, error: unknown): void {
+  if (hooklane.database.outage.report(error)) return;
+  hooklane.logger.child({ component: "sweeper" }).error({ err: error, task: task.name }, "sweeper task failed");
 }

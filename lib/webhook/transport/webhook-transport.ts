@@ -1,4 +1,12 @@
+import type { Database } from "../../db/client.ts";
 import type { RouteMessage } from "../outbound/webhook-out-queue-registrations.ts";
+
+/** A route message written to the outbox inside a mutation's transaction. */
+export interface RouteReceipt {
+  message: RouteMessage;
+  /** Its `webhook_route_job` row. */
+  jobId: number;
+}
 
 /**
  * The replaceable transport between the stages. The ledger row is the
@@ -6,8 +14,13 @@ import type { RouteMessage } from "../outbound/webhook-out-queue-registrations.t
  */
 export interface WebhookTransport {
   readonly name: string;
-  /** Enqueues a `webhook-out-route` message. Throws when the transport cannot take it. */
-  sendRoute(message: RouteMessage): Promise<void>;
+  /**
+   * Writes a `webhook-out-route` message into the outbox (`webhook_route_job`)
+   * within `tx`, so it commits or rolls back with the mutation. Throws when it cannot.
+   */
+  enqueueRoute(tx: Database, message: RouteMessage): Promise<RouteReceipt>;
+  /** After the commit: wakes the route consumer, or forwards the message to the queue. */
+  routeCommitted(receipt: RouteReceipt): Promise<void>;
   /** Hands freshly inserted dispatch rows to `webhook-out-deliver`. */
   sendDeliver(dispatchIds: readonly string[]): Promise<void>;
   /** Counts messages sent, so tests can prove that none was. */

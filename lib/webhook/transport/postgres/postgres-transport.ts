@@ -30,8 +30,11 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     routeSignal,
     deliverSignal,
     sent,
-    async sendRoute(message: RouteMessage) {
-      await enqueueRouteJob(database, message);
+    async enqueueRoute(tx, message: RouteMessage) {
+      return { message, jobId: await enqueueRouteJob(tx, message) };
+    },
+    async routeCommitted() {
+      // Other processes hear the NOTIFY the insert issued, delivered at commit.
       sent.route++;
       routeSignal.wake();
     },

@@ -1,6 +1,8 @@
 import type { QueueClient } from "@vercel/queue";
 import type { Database } from "../../../db/client.ts";
-import { enqueueRouteJob } from "../../../db/sql/route-jobs.ts";
+import type { Logger } from "../../../log/logger.ts";
+import { deleteRouteJobs, enqueueRouteJob, retryRouteJob } from "../../../db/sql/route-jobs.ts";
+import { errorFacts } from "../../../log/error-facts.ts";
 import { markDispatchesQueued } from "../../../db/sql/queued-dispatches.ts";
 import {
   DELIVER_TOPIC,
@@ -12,6 +14,8 @@ import type { WebhookTransport } from "../webhook-transport.ts";
 
 /** How long after its delay a deliver message may take to arrive before the sweeper sends another. */
 export const DELIVER_MESSAGE_GRACE_MS = 5 * 60_000;
+/** How long the sweep leaves a fresh outbox row to the forward that follows its commit. */
+export const OUTBOX_FORWARD_GRACE_MS = 30_000;
 /** Vercel Queues keeps a message (and its delay) for 7 days at most. */
 const MAX_DELAY_SECONDS = 7 * 86_400;
 
@@ -27,14 +31,21 @@ export interface VercelTransport extends WebhookTransport {
 }
 
 /**
- * The Vercel Queues transport. A route message that cannot be sent lands in
- * `webhook_route_job`, the durable fallback the sweeper re-sends from, so the
- * API never loses an event to a queue outage. Deliver messages that cannot be
- * sent are only logged: the dispatch row is the commitment, and the sweeper
- * re-sends any due row no message carries.
+ * The Vercel Queues transport. A route message is written to the outbox
+ * (`webhook_route_job`) in the mutation's transaction and forwarded to the
+ * queue after commit; the row goes once the queue took it, and the sweep
+ * forwards whatever is left (a queue outage, a process that died between
+ * commit and forward). Deliver messages that cannot be sent are only logged:
+ * the dispatch row is the commitment, and the sweep re-sends any due row no
+ * message carries.
  */
-export function createVercelTransport(database: Database, queue: Pick<QueueClient, "send">): VercelTransport {
+export function createVercelTransport(
+  database: Database,
+  queue: Pick<QueueClient, "send">,
+  logger: Logger,
+): VercelTransport {
   const sent = { route: 0, deliver: 0, fallback: 0 };
+  const log = logger.child({ component: "transport" });
 
   async function sendDeliverMessage(dispatchId: string, attempt: number, delayMs: number, unique = false) {
     const delaySeconds = Math.min(Math.ceil(delayMs / 1_000), MAX_DELAY_SECONDS);
@@ -47,9 +58,7 @@ export function createVercelTransport(database: Database, queue: Pick<QueueClien
       sent.deliver++;
       return true;
     } catch (error) {
-      console.error(
-        `[transport] deliver message for ${dispatchId} not sent (${(error as Error).message}); the sweeper will resend it`,
-      );
+      log.warn({ err: error, dispatchId }, "deliver message not sent; the sweep resends it");
       return false;
     }
   }
@@ -58,17 +67,22 @@ export function createVercelTransport(database: Database, queue: Pick<QueueClien
     name: "vercel",
     sent,
     sendDeliverMessage,
-    async sendRoute(message: RouteMessage) {
+    async enqueueRoute(tx, message: RouteMessage) {
+      // Left alone by the sweep for a while: the forward after commit normally carries it first.
+      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: OUTBOX_FORWARD_GRACE_MS }) };
+    },
+    async routeCommitted({ message, jobId }) {
       try {
+        // The event id is the idempotency key: a sweep that sends it again is not doubled.
         await queue.send(ROUTE_TOPIC, message, { idempotencyKey: message.eventId });
-        sent.route++;
       } catch (error) {
-        console.error(
-          `[transport] ${ROUTE_TOPIC} unavailable (${(error as Error).message}); ${message.eventId} kept in the fallback`,
-        );
-        await enqueueRouteJob(database, message);
+        // Due now for the sweep: the grace was only for this forward.
         sent.fallback++;
+        await retryRouteJob(database, jobId, 0, errorFacts(error).message);
+        throw error;
       }
+      sent.route++;
+      await deleteRouteJobs(database, [jobId]);
     },
     async sendDeliver(dispatchIds) {
       const results = await Promise.all(dispatchIds.map((id) => sendDeliverMessage(id, 1, 0)));

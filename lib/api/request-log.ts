@@ -1,0 +1,31 @@
+import { createMiddleware } from "hono/factory";
+import { requestId } from "hono/request-id";
+import { randomBytes } from "node:crypto";
+import { silentLogger } from "../log/logger.ts";
+import type { HooklaneEnv } from "./hono-env.ts";
+
+/**
+ * `X-Request-Id` on every response (the caller's own when it sent a sane
+ * one, else `req_…`), and one log line per request with its id, route,
+ * status and duration. Handlers log through `c.var.log`, which carries the id.
+ */
+export const requestIdentity = requestId({
+  limitLength: 128,
+  generator: () => `req_${randomBytes(12).toString("base64url")}`,
+});
+
+export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
+  const started = performance.now();
+  const log = (c.var.hooklane.logger ?? silentLogger).child({ requestId: c.var.requestId });
+  c.set("log", log);
+  await next();
+  const status = c.res.status;
+  const line = {
+    method: c.req.method,
+    route: c.req.routePath,
+    status,
+    durationMs: Math.round((performance.now() - started) * 10) / 10,
+  };
+  if (status >= 500) log.warn(line, "request failed");
+  else log.debug(line, "request");
+});
