@@ -62,10 +62,13 @@ export const envVariables = z.object({
     .regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 random bytes in base64url (43 characters)")
     .optional(),
   WEBHOOK_LIVEMODE: flag(true),
-  WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).default(60_000),
+  WEBHOOK_LEASE_MS: z.coerce.number().int().min(1_000).max(120_000).default(10_000),
+  WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK: z.coerce.number().int().min(1).max(10_000).default(16),
+  WEBHOOK_MAX_IN_FLIGHT_PER_ORIGIN: z.coerce.number().int().min(1).max(10_000).default(32),
+  WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: z.coerce.number().int().min(1).max(100_000).default(100),
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).optional(),
-  WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(1_000).default(16),
+  WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(10_000).optional(),
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.string().url().optional(),
   HOOKLANE_LANE: z.enum(["on", "off"]).default("on"),
@@ -115,7 +118,13 @@ const schema = envVariables.transform((env, ctx) => {
     batchSize: env.WEBHOOK_BATCH_SIZE,
     // The embedded database runs on the event loop the POSTs share; fewer in flight keeps their deadlines honest.
     concurrency: env.WEBHOOK_CONCURRENCY ?? (env.DATABASE_URL ? 200 : 32),
-    connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN,
+    caps: {
+      perWebhook: env.WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK,
+      perOrigin: env.WEBHOOK_MAX_IN_FLIGHT_PER_ORIGIN,
+      perAccount: env.WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT,
+    },
+    // As many sockets per origin as the lane may have deliveries in flight there, so none waits for a socket.
+    connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN ?? env.WEBHOOK_MAX_IN_FLIGHT_PER_ORIGIN,
     jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
     jwksUrl: env.AUTH_JWKS_URL,
     laneInProcess: env.HOOKLANE_LANE === "on",

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import {
   bigserial,
   boolean,
+  doublePrecision,
   index,
   integer,
   json,
@@ -122,6 +123,13 @@ export const webhook = pgTable(
     /** Owning account; null for a global (admin) webhook that hears every account. */
     account: text("account"),
     url: text("url").notNull(),
+    /**
+     * Scheme, host and port of `url`: the lane caps deliveries in flight per
+     * origin, so one slow server cannot take every slot through many webhooks.
+     */
+    origin: text("origin")
+      .notNull()
+      .generatedAlwaysAs(sql`coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*')), url)`),
     events: text("events").array().notNull(),
     status: text("status").$type<WebhookStatus>().notNull().default("active"),
     scheme: text("scheme").$type<SignatureScheme>().notNull().default("hooklane-v1"),
@@ -132,6 +140,20 @@ export const webhook = pgTable(
     previousSecretSealed: text("previous_secret_sealed"),
     previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
     disabledReason: text("disabled_reason"),
+    /** Deliveries per second at most (a token bucket refilled at this rate); null: no limit. */
+    rateLimit: integer("rate_limit"),
+    /** The bucket: tokens left when last refilled (null: full), and when. */
+    rateTokens: doublePrecision("rate_tokens"),
+    rateRefilledAt: timestamp("rate_refilled_at", { withTimezone: true, mode: "date" }),
+    /**
+     * The endpoint's circuit breaker: connection-level failures in a row (refused,
+     * DNS, TLS, timeouts; any HTTP answer resets it), how many times it opened in
+     * a row, and until when its due dispatches wait without being attempted.
+     * When that time passes one probe attempt is let through.
+     */
+    breakerFailures: integer("breaker_failures").notNull().default(0),
+    breakerOpens: integer("breaker_opens").notNull().default(0),
+    breakerOpenUntil: timestamp("breaker_open_until", { withTimezone: true, mode: "date" }),
     /** When `status` last changed; the auto-disable rule only judges a webhook active for its whole window. */
     statusChangedAt: timestamp("status_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     createdBy: text("created_by").notNull(),
@@ -198,6 +220,14 @@ export const webhookDispatch = pgTable(
     index("webhook_dispatch_recovery_idx")
       .on(t.recoveryId)
       .where(sql`${t.recoveryId} is not null`),
+    // The fair claim walks webhooks with open dispatches, each one's earliest first.
+    index("webhook_dispatch_webhook_due_idx")
+      .on(t.webhookId, t.nextAttemptAt)
+      .where(sql`${t.status} in ('pending', 'error')`),
+    // Leases held now: in-flight counts per webhook, origin and account, and lease renewal.
+    index("webhook_dispatch_leased_idx")
+      .on(t.lockedBy)
+      .where(sql`${t.lockedUntil} is not null`),
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
@@ -256,6 +286,18 @@ export const webhookRouteJob = pgTable(
   },
   (t) => [index("webhook_route_job_run_at_idx").on(t.runAt)],
 );
+
+/**
+ * Lane workers alive: each renews its row (and its leases) every few
+ * seconds, so operators see who runs and a dead worker's leases run out soon.
+ */
+export const webhookWorker = pgTable("webhook_worker", {
+  id: text("id").primaryKey(),
+  startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+  lastClaimAt: timestamp("last_claim_at", { withTimezone: true, mode: "date" }),
+  inFlight: integer("in_flight").notNull().default(0),
+});
 
 /** Messages that failed their schema: kept for inspection, never retried. */
 export const webhookPoisonMessage = pgTable("webhook_poison_message", {

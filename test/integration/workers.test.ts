@@ -28,6 +28,8 @@ function startWorker(name: string): ChildProcess {
       NODE_ENV: "test",
       WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
       WEBHOOK_BATCH_SIZE: "25",
+      // The test waits for the start-up line.
+      LOG_LEVEL: "info",
     },
   });
   child.stderr!.on("data", (chunk) => process.stderr.write(`[${name}] ${chunk}`));

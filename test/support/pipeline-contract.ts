@@ -374,8 +374,9 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
           workerId: "probe",
           limit: 10,
           leaseMs: 1_000,
+          caps: harness.hooklane.config.caps,
         });
-        expect(claimed.map((c) => c.id)).not.toContain(dispatch!.id);
+        expect(claimed.dispatches.map((c) => c.id)).not.toContain(dispatch!.id);
         expect((await attemptsOf(harness, dispatch!.id)).length).toBe(1);
       });
     });

@@ -13,59 +13,77 @@ export interface ClaimedDispatch {
   /** The number of this attempt, 1-based. */
   attempt: number;
   url: string;
+  /** Scheme, host and port of `url`. */
+  origin: string;
   scheme: SignatureScheme;
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
+  /** The one attempt a half-open circuit breaker lets through to find out whether the endpoint is back. */
+  probe: boolean;
+}
+
+/** Deliveries in flight at once, at most, across every worker. */
+export interface InFlightCaps {
+  perWebhook: number;
+  perOrigin: number;
+  /** Per owning account (global webhooks count as one account). */
+  perAccount: number;
+}
+
+export interface ClaimOptions {
+  workerId: string;
+  limit: number;
+  leaseMs: number;
+  caps: InFlightCaps;
+  /** The last webhook the previous claim visited: this one starts after it (round-robin). */
+  after?: string;
+  /** Claim only this dispatch, under the same rules (push transports). */
+  onlyId?: string;
+  /** Webhooks visited at most per claim. */
+  maxSteps?: number;
+  /** With rows held back by a cap, look again after this long at most (another worker may free a slot). */
+  recheckMs?: number;
+}
+
+export interface Claim {
+  dispatches: ClaimedDispatch[];
+  /** Where the next claim should start. */
+  cursor: string;
+  /** When to claim again: 0 now, a delay in ms, or null when nothing is scheduled at all. */
+  waitMs: number | null;
 }
 
 /**
- * Leases up to `limit` due dispatches of active webhooks with
- * `FOR UPDATE SKIP LOCKED`, so concurrent workers never claim the same row.
- * A lease that runs out (a worker died) makes the row claimable again: the
- * same attempt number is then sent again, which at-least-once allows.
- * `onlyIds` narrows the claim to rows a message named (push transports).
+ * Leases due dispatches fairly (`hooklane_claim_dispatches`, migration
+ * 0003): webhooks with open rows take turns, each up to what its caps, its
+ * circuit breaker and its rate limit allow right now; rows held back stay
+ * pending. Claims are serialised by the database, so the caps hold across
+ * every worker. A lease that runs out (a dead worker) makes the row
+ * claimable again at the same attempt number, which at-least-once allows.
  */
-export async function claimDispatches(
-  database: Database,
-  options: { workerId: string; limit: number; leaseMs: number; onlyIds?: readonly string[] },
-): Promise<ClaimedDispatch[]> {
-  const only = options.onlyIds
-    ? sql`and d.id in (select jsonb_array_elements_text(${JSON.stringify(options.onlyIds)}::jsonb))`
-    : sql``;
-  const rows = await database.rows<Record<string, unknown>>(sql`
-    with due as (
-      select d.id
-      from webhook_dispatch d
-      where d.status in ('pending', 'error')
-        and d.next_attempt_at <= now()
-        and (d.locked_until is null or d.locked_until < now())
-        and exists (select 1 from webhook w where w.id = d.webhook_id and w.status = 'active')
-        ${only}
-      order by d.next_attempt_at
-      limit ${options.limit}
-      for update of d skip locked
-    )
-    update webhook_dispatch d
-    set locked_until = now() + ${options.leaseMs} * interval '1 millisecond',
-        locked_by = ${options.workerId}
-    from due, webhook w
-    where d.id = due.id and w.id = d.webhook_id
-    returning d.id, d.event_id, d.event_type, d.webhook_id, d.account, d.payload, d.attempt_count,
-      w.url, w.scheme, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at
+export async function claimDispatches(database: Database, options: ClaimOptions): Promise<Claim> {
+  const [row] = await database.rows<{ claim: string | RawClaim }>(sql`
+    select hooklane_claim_dispatches(
+      ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
+      ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
+      ${options.caps.perAccount}::int, ${options.maxSteps ?? Math.max(64, options.limit * 4)}::int,
+      ${options.recheckMs ?? 250}::int
+    )::text as claim
   `);
-  return rows.map((row) => ({
-    id: row.id as string,
-    eventId: row.event_id as string,
-    eventType: row.event_type as string,
-    webhookId: row.webhook_id as string,
-    account: row.account as string | null,
-    payload: row.payload as string,
-    attempt: (row.attempt_count as number) + 1,
-    url: row.url as string,
-    scheme: row.scheme as SignatureScheme,
-    secretSealed: row.secret_sealed as string,
-    previousSecretSealed: row.previous_secret_sealed as string | null,
-    previousSecretExpiresAt: row.previous_secret_expires_at ? new Date(row.previous_secret_expires_at as string) : null,
-  }));
+  const claim: RawClaim = typeof row!.claim === "string" ? JSON.parse(row!.claim) : row!.claim;
+  return {
+    dispatches: claim.rows.map((d) => ({
+      ...d,
+      previousSecretExpiresAt: d.previousSecretExpiresAt ? new Date(d.previousSecretExpiresAt) : null,
+    })),
+    cursor: claim.cursor,
+    waitMs: claim.waitMs === null ? null : Math.max(0, Math.ceil(claim.waitMs)),
+  };
+}
+
+interface RawClaim {
+  rows: Array<Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null }>;
+  cursor: string;
+  waitMs: number | null;
 }

@@ -1,10 +1,12 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
+import { safeText } from "../safe-text.ts";
 import type { AttemptOutcome, DispatchStatus, SignatureManifest } from "../schema.ts";
 
 /** What one attempt did, and what the dispatch becomes. */
 export interface AttemptRecord {
   dispatchId: string;
+  webhookId: string;
   attempt: number;
   status: DispatchStatus;
   /** For `error`: the delay before the next attempt, counted from when this is recorded. */
@@ -17,23 +19,45 @@ export interface AttemptRecord {
   errorMessage: string | null;
   responseExcerpt: string | null;
   signature: SignatureManifest;
+  /** This attempt was a half-open circuit breaker's probe. */
+  probe: boolean;
+}
+
+/** How the circuit breaker is judged, from `BREAKER`. */
+export interface BreakerRule {
+  threshold: number;
+  openBaseMs: number;
+  openMaxMs: number;
+  connectionClasses: readonly string[];
+}
+
+/** A breaker this batch opened (or re-opened after a failed probe). */
+export interface OpenedBreaker {
+  webhookId: string;
+  failures: number;
+  openForMs: number;
 }
 
 /**
  * Records a batch of attempts and completes their dispatches in one
- * statement, releasing the leases `workerId` held. The next attempt's time is
- * computed from the database clock at recording time, so a retry can come
- * later than planned but never earlier.
+ * statement, releasing the leases `workerId` held, and updates each
+ * webhook's circuit breaker: any HTTP answer closes it; connection-level
+ * failures count, and at the threshold it opens for a backoff that doubles
+ * with each consecutive opening. The next attempt's time is computed from the
+ * database clock at recording time, so a retry can come later than planned
+ * but never earlier. Text from outside is made safe for PostgreSQL first.
  */
 export async function recordAttempts(
   database: Database,
   workerId: string,
   records: readonly AttemptRecord[],
-): Promise<void> {
-  if (records.length === 0) return;
+  breaker: BreakerRule,
+): Promise<OpenedBreaker[]> {
+  if (records.length === 0) return [];
   const json = JSON.stringify(
     records.map((r) => ({
       id: r.dispatchId,
+      webhook_id: r.webhookId,
       attempt: r.attempt,
       status: r.status,
       retry_in_ms: r.retryInMs,
@@ -42,18 +66,24 @@ export async function recordAttempts(
       outcome: r.outcome,
       status_code: r.statusCode,
       error_class: r.errorClass,
-      error_message: r.errorMessage,
-      response_excerpt: r.responseExcerpt,
+      error_message: safeText(r.errorMessage),
+      response_excerpt: safeText(r.responseExcerpt),
       signature: r.signature,
+      probe: r.probe,
     })),
   );
-  await database.rows(sql`
+  const connectionClasses = JSON.stringify(breaker.connectionClasses);
+  // Doubles with each consecutive opening (j.opens), up to the cap.
+  const openFor = sql`least(${breaker.openMaxMs}::float8, ${breaker.openBaseMs}::float8 * 2 ^ j.opens)`;
+  return (
+    await database.rows<{ webhook_id: string; failures: number; open_for_ms: number | string }>(sql`
     with r as (
       select r.*, case when r.retry_in_ms is null then null
                        else now() + r.retry_in_ms * interval '1 millisecond' end as next_at
       from jsonb_to_recordset(${json}::jsonb) as r(
-        id text, attempt int, status text, retry_in_ms bigint, started_at timestamptz, duration_ms int,
-        outcome text, status_code int, error_class text, error_message text, response_excerpt text, signature jsonb)
+        id text, webhook_id text, attempt int, status text, retry_in_ms bigint, started_at timestamptz,
+        duration_ms int, outcome text, status_code int, error_class text, error_message text,
+        response_excerpt text, signature jsonb, probe boolean)
     ),
     completed as (
       update webhook_dispatch d
@@ -70,14 +100,43 @@ export async function recordAttempts(
       from r
       where d.id = r.id and d.locked_by = ${workerId}
       returning d.id
-    )
+    ),
     -- The attempt belongs to the dispatch's current run; a dispatch deleted
     -- meanwhile (its webhook was) leaves nothing to record.
-    insert into webhook_attempt (dispatch_id, run, attempt, started_at, duration_ms, outcome, status_code,
-      error_class, error_message, response_excerpt, signature, worker, next_attempt_at)
-    select r.id, d.run, r.attempt, r.started_at, r.duration_ms, r.outcome, r.status_code,
-      r.error_class, r.error_message, r.response_excerpt, r.signature, ${workerId}, r.next_at
-    from r join webhook_dispatch d on d.id = r.id
-    on conflict (dispatch_id, run, attempt) do nothing
-  `);
+    attempts as (
+      insert into webhook_attempt (dispatch_id, run, attempt, started_at, duration_ms, outcome, status_code,
+        error_class, error_message, response_excerpt, signature, worker, next_attempt_at)
+      select r.id, d.run, r.attempt, r.started_at, r.duration_ms, r.outcome, r.status_code,
+        r.error_class, r.error_message, r.response_excerpt, r.signature, ${workerId}, r.next_at
+      from r join webhook_dispatch d on d.id = r.id
+      on conflict (dispatch_id, run, attempt) do nothing
+    ),
+    -- Per webhook: did the endpoint answer at all, and how many connection-level failures.
+    judged as (
+      select j.webhook_id, j.reachable, w.breaker_failures + j.failures as failures, w.breaker_opens as opens,
+        not j.reachable and w.breaker_failures + j.failures >= ${breaker.threshold}
+          and (j.probed or w.breaker_open_until is null or w.breaker_open_until <= now()) as opening
+      from (
+        select r.webhook_id, bool_or(r.status_code is not null) as reachable, bool_or(r.probe) as probed,
+          count(*) filter (where r.error_class in (select jsonb_array_elements_text(${connectionClasses}::jsonb)))
+            as failures
+        from r group by r.webhook_id
+      ) j join webhook w on w.id = j.webhook_id
+      where (j.reachable and (w.breaker_failures > 0 or w.breaker_opens > 0 or w.breaker_open_until is not null))
+        or (not j.reachable and j.failures > 0)
+    ),
+    breaker as (
+      update webhook w
+      set breaker_failures = case when j.reachable then 0 else j.failures end,
+          breaker_opens = case when j.reachable then 0 when j.opening then j.opens + 1 else w.breaker_opens end,
+          breaker_open_until = case
+            when j.reachable then null
+            when j.opening then now() + ${openFor} * interval '1 millisecond'
+            else w.breaker_open_until end
+      from judged j
+      where w.id = j.webhook_id
+    )
+    select j.webhook_id, j.failures, ${openFor} as open_for_ms from judged j where j.opening
+  `)
+  ).map((row) => ({ webhookId: row.webhook_id, failures: row.failures, openForMs: Number(row.open_for_ms) }));
 }

@@ -1,13 +1,14 @@
 import { Agent } from "undici";
 import { classifyAddress, type AddressClassifier } from "./webhook-address-classifier.ts";
 import { classifyNetworkError, type DeliveryOutcome } from "./webhook-delivery-outcome.ts";
+import { OriginSlots } from "./origin-slots.ts";
 import { createPinnedConnector, systemResolve, type ResolveHost } from "./webhook-pinned-connector.ts";
 import { parseRetryAfter } from "./webhook-retry-policy.ts";
 
 export interface HttpSenderOptions {
   /** Deadline for the whole exchange: connect, headers and the last byte of the body. */
   timeoutMs: number;
-  /** Keep-alive sockets per subscriber origin; one slow endpoint cannot take them all. */
+  /** Keep-alive sockets per subscriber origin, and requests in flight per origin at most. */
   connectionsPerOrigin: number;
   /** Hosts whose addresses are not checked (`WEBHOOK_ALLOWED_HOSTS`). */
   allowedHosts: readonly string[];
@@ -57,12 +58,25 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
     }),
   });
 
+  const slots = new OriginSlots(options.connectionsPerOrigin);
+
   return {
     async post(url, headers, body) {
+      const target = URL.parse(url);
+      if (!target)
+        return {
+          kind: "failure",
+          errorClass: "blocked",
+          message: "not a URL",
+          statusCode: null,
+          responseExcerpt: null,
+          gone: false,
+        };
+      // Waiting for a free socket of this origin is not the subscriber's time: the deadline starts after.
+      const release = await slots.acquire(target.origin);
       // One signal for the whole exchange: undici's own timeouts restart with every chunk.
       const signal = AbortSignal.timeout(options.timeoutMs);
       try {
-        const target = new URL(url);
         const response = await agent.request({
           origin: target.origin,
           path: target.pathname + target.search,
@@ -112,6 +126,8 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
       } catch (error) {
         const { errorClass, message } = classifyNetworkError(signal.aborted ? signal.reason : error);
         return { kind: "failure", errorClass, message, statusCode: null, responseExcerpt: null, gone: false };
+      } finally {
+        release();
       }
     },
     close: () => agent.close(),

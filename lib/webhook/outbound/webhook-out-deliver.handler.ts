@@ -4,7 +4,7 @@ import { USER_AGENT } from "../../version.ts";
 import { CallbackUrlError, validateCallbackUrl } from "./webhook-callback-url.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
-import { decideRetry } from "./webhook-retry-policy.ts";
+import { decideRetry, type RetryDecision } from "./webhook-retry-policy.ts";
 import type { SecretSealer } from "./webhook-secret-seal.ts";
 import { signatureHeaders } from "./webhook-signature.ts";
 
@@ -21,7 +21,6 @@ export interface DeliverDeps {
 
 /** An attempt's record plus what it means for the webhook. */
 export interface AttemptResult extends AttemptRecord {
-  webhookId: string;
   account: string | null;
   eventId: string;
   /** The subscriber answered 410 Gone: disable the webhook. */
@@ -34,7 +33,8 @@ export interface AttemptResult extends AttemptRecord {
  * rotation), POSTs it once, and decides success, retry or exhaustion from
  * RETRY. The URL is checked again first (a refused URL, or outbound calls
  * switched off, is a `blocked` attempt that follows the schedule like any
- * failure). Never throws for a subscriber's failure; the caller records the result.
+ * failure). Never throws for a subscriber's failure; throws when the attempt
+ * cannot be made at all (a secret that does not unseal): see attemptClaimed.
  */
 export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
   const startedAt = new Date();
@@ -64,6 +64,7 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
 
   const base = {
     dispatchId: dispatch.id,
+    probe: dispatch.probe,
     webhookId: dispatch.webhookId,
     account: dispatch.account,
     eventId: dispatch.eventId,
@@ -91,6 +92,15 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     retryAfterMs: outcome.retryAfterMs,
     ...(deps.random ? { random: deps.random } : {}),
   });
+  return failedAttempt(base, outcome, decision);
+}
+
+/** The result of a failed attempt, as RETRY decided. */
+export function failedAttempt(
+  base: Omit<AttemptResult, "status" | "retryInMs" | "outcome" | "errorClass" | "errorMessage" | "gone">,
+  outcome: Extract<DeliveryOutcome, { kind: "failure" }>,
+  decision: RetryDecision,
+): AttemptResult {
   return {
     ...base,
     status: decision.kind === "retry" ? "error" : "exhausted",

@@ -37,10 +37,24 @@ export async function handleRouteMessage(
     account,
     payload,
   });
-  // Without fresh statistics the claim plan scans every due row; autovacuum would only catch up later.
-  if (dispatchIds.length >= LARGE_FAN_OUT) await deps.database.rows(sql`analyze webhook_dispatch`);
+  await analyzeAfterLargeFanOut(deps.database, dispatchIds.length);
   if (dispatchIds.length > 0) await deps.transport.sendDeliver(dispatchIds);
   return dispatchIds;
 }
 
 const LARGE_FAN_OUT = 1_000;
+const ANALYZE_AT_MOST_EVERY_MS = 60_000;
+const lastAnalyzed = new WeakMap<Database, number>();
+
+/**
+ * Without fresh statistics the claim plan scans every due row, and autovacuum
+ * would only catch up later: a large fan-out refreshes them, at most once a
+ * minute per process so no tenant can turn fan-outs into database load.
+ */
+async function analyzeAfterLargeFanOut(database: Database, inserted: number): Promise<void> {
+  if (inserted < LARGE_FAN_OUT) return;
+  const now = Date.now();
+  if (now - (lastAnalyzed.get(database) ?? -Infinity) < ANALYZE_AT_MOST_EVERY_MS) return;
+  lastAnalyzed.set(database, now);
+  await database.rows(sql`analyze webhook_dispatch`);
+}

@@ -1,6 +1,7 @@
 import { and, eq, ne, sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { webhook, webhookNotification, type NotificationKind } from "../../db/schema.ts";
+import type { Logger } from "../../log/logger.ts";
 import type { Mailer } from "../../mail/smtp-mailer.ts";
 import type { AttemptResult } from "./webhook-out-deliver.handler.ts";
 
@@ -12,7 +13,8 @@ import type { AttemptResult } from "./webhook-out-deliver.handler.ts";
 export async function applyAttemptConsequences(
   database: Database,
   results: readonly AttemptResult[],
-  mailer?: Mailer,
+  mailer: Mailer | undefined,
+  logger: Logger,
 ): Promise<void> {
   for (const result of results) {
     if (result.gone) {
@@ -23,7 +25,8 @@ export async function applyAttemptConsequences(
         .where(and(eq(webhook.id, result.webhookId), ne(webhook.status, "disabled")))
         .returning({ id: webhook.id });
       if (disabled.length > 0) {
-        await notifyOwner(database, mailer, {
+        logger.warn({ webhookId: result.webhookId, dispatchId: result.dispatchId }, "webhook disabled: 410 Gone");
+        await notifyOwner(database, mailer, logger, {
           webhookId: result.webhookId,
           kind: "webhook.disabled",
           detail: { reason, dispatchId: result.dispatchId },
@@ -31,7 +34,7 @@ export async function applyAttemptConsequences(
       }
     }
     if (result.status === "exhausted") {
-      await notifyOwner(database, mailer, {
+      await notifyOwner(database, mailer, logger, {
         webhookId: result.webhookId,
         kind: "dispatch.exhausted",
         detail: {
@@ -55,6 +58,7 @@ export async function applyAttemptConsequences(
 export async function notifyOwner(
   database: Database,
   mailer: Mailer | undefined,
+  logger: Logger,
   notice: { webhookId: string; kind: NotificationKind; detail: Record<string, unknown> },
 ): Promise<void> {
   // The owner is the webhook's account (null for a global webhook), not the event's.
@@ -70,7 +74,7 @@ export async function notifyOwner(
   if (!mailer || !owner?.email) return;
   mailer
     .send({ to: owner.email, ...ownerMessage(notice, owner.url) })
-    .catch((error) => console.error(`[notify] e-mail about ${notice.webhookId} to its owner failed`, error));
+    .catch((error: unknown) => logger.warn({ err: error, webhookId: notice.webhookId }, "owner e-mail not sent"));
 }
 
 function ownerMessage(

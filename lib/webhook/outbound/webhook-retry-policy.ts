@@ -1,3 +1,5 @@
+import type { Backoff } from "../../backoff.ts";
+
 /**
  * RETRY: the delivery schedule subscribers are promised, applied by every
  * transport. The schedule lists the delay before each retry; attempt 1 is
@@ -9,6 +11,35 @@ export const RETRY = {
   jitter: 0.1,
   retryAfterCapMs: 86_400_000,
 } as const;
+
+/**
+ * The lane's own backoffs, beside the subscribers' schedule: none of them is
+ * promised to anyone, but every loop and queue message follows one of these.
+ */
+export const LANE_BACKOFF = {
+  /** A route job that failed for a reason other than poison (the database, a resolver). */
+  routeJob: { baseMs: 1_000, maxMs: 300_000 },
+  /** A queue message whose handling threw (Vercel Queues redelivery). */
+  queueMessage: { baseMs: 5_000, maxMs: 300_000 },
+  /** A consumer loop whose step failed (the database down), so it does not spin. */
+  loop: { baseMs: 100, maxMs: 5_000, jitter: 0.2 },
+} as const satisfies Record<string, Backoff>;
+
+/**
+ * The endpoint circuit breaker: after `threshold` connection-level failures
+ * in a row (refused, DNS, TLS, timeout, reset) the webhook's due dispatches
+ * wait, unattempted, for `open` (doubling each time it opens again); then
+ * one probe attempt goes through. Any HTTP answer closes it.
+ */
+export const BREAKER = {
+  threshold: 5,
+  open: { baseMs: 5_000, maxMs: 300_000 },
+  /** Error classes that count against an endpoint's reachability. */
+  connectionClasses: ["connection_refused", "connection_reset", "dns", "tls", "timeout", "network"],
+} as const;
+
+/** An attempt that could not even be made (a secret that will not unseal, a bug): looked at again in a minute. */
+export const INTERNAL_RETRY_MS = 60_000;
 
 export type RetryDecision = { kind: "retry"; delayMs: number } | { kind: "exhausted" };
 

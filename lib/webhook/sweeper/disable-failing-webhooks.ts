@@ -17,7 +17,7 @@ export const disableFailingWebhooksTask: SweeperTask = {
     const reason = `every delivery failed for ${span}`;
     const disabled = await disableFailingWebhooks(hooklane.database, { now: now(), windowMs, reason });
     for (const webhookId of disabled) {
-      await notifyOwner(hooklane.database, hooklane.mailer, {
+      await notifyOwner(hooklane.database, hooklane.mailer, hooklane.logger, {
         webhookId,
         kind: "webhook.disabled",
         detail: { reason },

@@ -1,0 +1,152 @@
+import type { Database } from "../../db/client.ts";
+import { isConnectionError } from "../../db/database-outage.ts";
+import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
+import { recordAttempts, type BreakerRule, type OpenedBreaker } from "../../db/sql/record-attempts.ts";
+import { errorFacts } from "../../log/error-facts.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { Mailer } from "../../mail/smtp-mailer.ts";
+import { attemptDispatch, failedAttempt, type AttemptResult, type DeliverDeps } from "./webhook-out-deliver.handler.ts";
+import { applyAttemptConsequences } from "./webhook-owner-notifier.ts";
+import { BREAKER, decideRetry, INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
+
+/** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
+export interface DeliverConsumerDeps {
+  database: Database;
+  deliver: DeliverDeps;
+  logger: Logger;
+  /** Owners' e-mail, when SMTP is configured. */
+  mailer?: Mailer | undefined;
+}
+
+export const BREAKER_RULE: BreakerRule = {
+  threshold: BREAKER.threshold,
+  openBaseMs: BREAKER.open.baseMs,
+  openMaxMs: BREAKER.open.maxMs,
+  connectionClasses: BREAKER.connectionClasses,
+};
+
+/**
+ * The `webhook-out-deliver` consumer's attempt for one leased dispatch. Never
+ * throws: an attempt that cannot even be made (a secret that will not
+ * unseal, a bug) is an `internal` failure that follows RETRY like any other,
+ * waiting at least a minute — on every transport alike.
+ */
+export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
+  try {
+    return await attemptDispatch(deps.deliver, dispatch);
+  } catch (error) {
+    deps.logger.error({ err: error, dispatchId: dispatch.id, webhookId: dispatch.webhookId }, "attempt not made");
+    const outcome = {
+      kind: "failure" as const,
+      errorClass: "internal" as const,
+      message: `the attempt could not be made: ${errorFacts(error).message}`,
+      statusCode: null,
+      responseExcerpt: null,
+      gone: false,
+    };
+    return failedAttempt(
+      {
+        dispatchId: dispatch.id,
+        webhookId: dispatch.webhookId,
+        account: dispatch.account,
+        eventId: dispatch.eventId,
+        attempt: dispatch.attempt,
+        probe: dispatch.probe,
+        startedAt: new Date(),
+        durationMs: 0,
+        statusCode: null,
+        responseExcerpt: null,
+        signature: { timestamp: 0, scheme: dispatch.scheme, signatures: 0 },
+      },
+      outcome,
+      decideRetry({ attempt: dispatch.attempt, schedule: deps.deliver.retrySchedule, retryAfterMs: INTERNAL_RETRY_MS }),
+    );
+  }
+}
+
+/**
+ * Records finished attempts and applies what they mean (410 disables, the
+ * owner hears of exhaustion, breakers open), then logs one line per attempt.
+ * Nothing a subscriber sent can block other results: text is made safe for
+ * PostgreSQL, and a batch the database still refuses is split until the one
+ * record at fault is found, which is then recorded without its text and with
+ * the reason (or, failing that too, left for its lease to run out and be
+ * attempted again). Throws only when the database is unreachable: the caller
+ * keeps the results and tries again.
+ */
+export async function recordResults(
+  deps: DeliverConsumerDeps,
+  workerId: string,
+  results: readonly AttemptResult[],
+): Promise<void> {
+  const opened = await recordIsolated(deps, workerId, results);
+  if (results.some((r) => r.gone || r.status === "exhausted")) {
+    await applyAttemptConsequences(deps.database, results, deps.mailer, deps.logger);
+  }
+  logOutcomes(deps.logger, results, opened);
+}
+
+async function recordIsolated(
+  deps: DeliverConsumerDeps,
+  workerId: string,
+  results: readonly AttemptResult[],
+): Promise<OpenedBreaker[]> {
+  try {
+    return await recordAttempts(deps.database, workerId, results, BREAKER_RULE);
+  } catch (error) {
+    if (isConnectionError(error)) throw error;
+    if (results.length > 1) {
+      const half = Math.ceil(results.length / 2);
+      return [
+        ...(await recordIsolated(deps, workerId, results.slice(0, half))),
+        ...(await recordIsolated(deps, workerId, results.slice(half))),
+      ];
+    }
+    const [result] = results as [AttemptResult];
+    const reason = `the attempt's record was refused (${errorFacts(error).code ?? "error"}): ${errorFacts(error).message}`;
+    deps.logger.error(
+      { err: error, dispatchId: result.dispatchId },
+      "attempt record refused; recording it without its text",
+    );
+    const bare: AttemptResult = {
+      ...result,
+      responseExcerpt: null,
+      errorClass: result.outcome === "success" ? null : "internal",
+      errorMessage: reason.slice(0, 500),
+    };
+    try {
+      return await recordAttempts(deps.database, workerId, [bare], BREAKER_RULE);
+    } catch (again) {
+      if (isConnectionError(again)) throw again;
+      deps.logger.error(
+        { err: again, dispatchId: result.dispatchId },
+        "attempt not recorded; its lease will run out and it will be attempted again",
+      );
+      return [];
+    }
+  }
+}
+
+function logOutcomes(logger: Logger, results: readonly AttemptResult[], opened: readonly OpenedBreaker[]): void {
+  for (const r of results) {
+    const line = {
+      webhookId: r.webhookId,
+      dispatchId: r.dispatchId,
+      eventId: r.eventId,
+      attempt: r.attempt,
+      outcome: r.outcome,
+      errorClass: r.errorClass,
+      statusCode: r.statusCode,
+      durationMs: r.durationMs,
+    };
+    if (r.status === "success") logger.debug(line, "delivered");
+    else if (r.status === "exhausted") logger.warn(line, "delivery exhausted: no attempt left");
+    else logger.info({ ...line, retryInMs: r.retryInMs }, "attempt failed; retrying");
+  }
+  for (const b of opened) {
+    logger.warn(
+      { webhookId: b.webhookId, failures: b.failures, openForMs: Math.round(b.openForMs) },
+      "circuit breaker open: the endpoint is unreachable; its deliveries wait for a probe",
+    );
+  }
+}

@@ -1,0 +1,48 @@
+import { backoffMs } from "../../backoff.ts";
+import type { Database } from "../../db/client.ts";
+import { recordPoisonMessage } from "../../db/sql/poison-messages.ts";
+import { errorFacts } from "../../log/error-facts.ts";
+import type { Logger } from "../../log/logger.ts";
+import type { WebhookTransport } from "../transport/webhook-transport.ts";
+import { PoisonMessageError } from "./webhook-message-errors.ts";
+import { ROUTE_TOPIC, routeMessageSchema } from "./webhook-out-queue-registrations.ts";
+import { handleRouteMessage } from "./webhook-out-route.handler.ts";
+import { LANE_BACKOFF } from "./webhook-retry-policy.ts";
+
+export type RouteOutcome =
+  | { kind: "routed"; dispatches: number }
+  /** Recorded in `webhook_poison_message`: acknowledge it, never retry. */
+  | { kind: "poison" }
+  /** Try the same message again after `delayMs`. */
+  | { kind: "retry"; delayMs: number; reason: string };
+
+/**
+ * The `webhook-out-route` consumer, whichever transport carried the message:
+ * parse it, route it, and decide what becomes of it. A message that fails
+ * its schema or names an unknown event is poison (recorded, acknowledged);
+ * any other failure is retried after LANE_BACKOFF.routeJob for its
+ * `deliveries` so far. Never throws, except when the poison record itself
+ * cannot be written (the database is down: the message stays).
+ */
+export async function consumeRouteMessage(
+  deps: { database: Database; transport: WebhookTransport; logger: Logger },
+  message: unknown,
+  deliveries: number,
+): Promise<RouteOutcome> {
+  const parsed = routeMessageSchema.safeParse(message);
+  try {
+    if (!parsed.success) throw new PoisonMessageError(parsed.error.message);
+    return { kind: "routed", dispatches: (await handleRouteMessage(deps, parsed.data)).length };
+  } catch (error) {
+    if (error instanceof PoisonMessageError) {
+      await recordPoisonMessage(deps.database, ROUTE_TOPIC, message, error.message);
+      deps.logger.warn({ reason: error.message.slice(0, 300) }, "poison route message recorded");
+      return { kind: "poison" };
+    }
+    const delayMs = backoffMs(LANE_BACKOFF.routeJob, deliveries - 1);
+    if (!deps.database.outage.report(error)) {
+      deps.logger.error({ err: error, retryInMs: delayMs }, "route message failed; retrying");
+    }
+    return { kind: "retry", delayMs, reason: errorFacts(error).message };
+  }
+}

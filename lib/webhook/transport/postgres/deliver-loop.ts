@@ -1,0 +1,126 @@
+import { backoffMs } from "../../../backoff.ts";
+import { claimDispatches, type ClaimedDispatch, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
+import type { AttemptResult } from "../../outbound/webhook-out-deliver.handler.ts";
+import {
+  attemptClaimed,
+  recordResults,
+  type DeliverConsumerDeps,
+} from "../../outbound/webhook-out-deliver.consumer.ts";
+import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
+import { runLoop } from "./lane-loop.ts";
+import type { PostgresTransport } from "./postgres-transport.ts";
+
+export interface DeliverLoopOptions extends DeliverConsumerDeps {
+  transport: PostgresTransport;
+  workerId: string;
+  batchSize: number;
+  /** POSTs in flight at once in this worker. */
+  concurrency: number;
+  leaseMs: number;
+  caps: InFlightCaps;
+  maxIdleMs: number;
+  running: () => boolean;
+}
+
+export interface DeliverLoop {
+  /** Resolves when the loop has stopped claiming (after `running()` turned false and it was woken). */
+  readonly done: Promise<void>;
+  readonly inFlight: number;
+  readonly lastClaimAt: Date | undefined;
+  /** Once `running()` is false: waits for the loop to stop claiming, for attempts in flight, and records them. */
+  drain(): Promise<void>;
+}
+
+/**
+ * The deliver consumer on the postgres transport: claims due dispatches
+ * fairly (round-robin over webhooks, under the in-flight caps, breakers and
+ * rate limits), attempts each through the shared consumer with at most
+ * `concurrency` in flight, and records finished attempts in batches — one
+ * statement for whatever finished meanwhile.
+ */
+export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
+  const { database, transport, workerId } = options;
+  let inFlight = 0;
+  let cursor = "";
+  let lastClaimAt: Date | undefined;
+  const slotFreed = new Set<() => void>();
+  const completed: AttemptResult[] = [];
+  let flushing: Promise<void> | undefined;
+
+  async function step(): Promise<void> {
+    const capacity = options.concurrency - inFlight;
+    if (capacity <= 0) {
+      await new Promise<void>((resolve) => slotFreed.add(resolve));
+      return;
+    }
+    const limit = Math.min(options.batchSize, capacity);
+    const claim = await claimDispatches(database, {
+      workerId,
+      limit,
+      leaseMs: options.leaseMs,
+      caps: options.caps,
+      after: cursor,
+    });
+    cursor = claim.cursor;
+    if (claim.dispatches.length > 0) lastClaimAt = new Date();
+    for (const dispatch of claim.dispatches) deliverOne(dispatch);
+    if (claim.dispatches.length < limit) {
+      await transport.deliverSignal.wait(Math.min(options.maxIdleMs, claim.waitMs ?? options.maxIdleMs));
+    }
+  }
+
+  function deliverOne(dispatch: ClaimedDispatch): void {
+    inFlight++;
+    void attemptClaimed(options, dispatch)
+      .then((result) => {
+        completed.push(result);
+        flushing ??= flush();
+      })
+      .finally(() => {
+        inFlight--;
+        for (const resolve of slotFreed) resolve();
+        slotFreed.clear();
+      });
+  }
+
+  /** Records finished attempts in batches; whatever finished meanwhile goes in the next statement. */
+  async function flush(): Promise<void> {
+    let failures = 0;
+    while (completed.length > 0) {
+      const batch = completed.slice(0, 500);
+      try {
+        await recordResults(options, workerId, batch);
+        completed.splice(0, batch.length);
+        failures = 0;
+      } catch (error) {
+        // The database is unreachable (recordResults isolates everything else): keep the results and
+        // try again; if this worker dies first, the leases run out and the attempts are sent again.
+        if (!database.outage.report(error)) options.logger.error({ err: error }, "recording attempts failed");
+        failures++;
+        if (!options.running() && failures >= 5) break;
+        await new Promise((resolve) => setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures - 1)));
+      }
+    }
+    flushing = undefined;
+    // Some of these may be due again (retries), or have freed a slot under a cap.
+    transport.deliverSignal.wake();
+  }
+
+  const done = runLoop("deliver", step, { running: options.running, database, logger: options.logger });
+
+  return {
+    done,
+    get inFlight() {
+      return inFlight;
+    },
+    get lastClaimAt() {
+      return lastClaimAt;
+    },
+    async drain() {
+      for (const resolve of slotFreed) resolve();
+      await done;
+      while (inFlight > 0) await new Promise<void>((resolve) => slotFreed.add(resolve));
+      await flushing;
+    },
+  };
+}

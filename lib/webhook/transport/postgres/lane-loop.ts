@@ -1,0 +1,28 @@
+import { backoffMs } from "../../../backoff.ts";
+import type { Database } from "../../../db/client.ts";
+import type { Logger } from "../../../log/logger.ts";
+import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
+
+/**
+ * Runs `step` until `running()` turns false. A failing step (the database
+ * down) backs off per LANE_BACKOFF.loop instead of spinning or dying; an
+ * outage is logged once by the database's tracker, anything else here.
+ */
+export async function runLoop(
+  name: string,
+  step: () => Promise<void>,
+  context: { running: () => boolean; database: Database; logger: Logger },
+): Promise<void> {
+  let failures = 0;
+  while (context.running()) {
+    try {
+      await step();
+      failures = 0;
+    } catch (error) {
+      if (!context.database.outage.report(error)) {
+        context.logger.error({ err: error, loop: name, failures: failures + 1 }, "lane loop step failed");
+      }
+      await new Promise((resolve) => setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures++)));
+    }
+  }
+}

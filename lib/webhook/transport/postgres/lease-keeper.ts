@@ -1,0 +1,78 @@
+import { sql } from "drizzle-orm";
+import type { Database } from "../../../db/client.ts";
+import type { Logger } from "../../../log/logger.ts";
+
+export interface LeaseKeeper {
+  /** Renews now (tests), resolving when done. */
+  renew(): Promise<void>;
+  /** Stops renewing and forgets this worker (its leases are released by the loops as they finish). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Keeps a worker's leases short and alive: every `everyMs` it extends the
+ * leases it holds on dispatches and route jobs and beats its heartbeat in
+ * `webhook_worker`. A worker that dies stops renewing, so its work is
+ * claimable again within one lease, not after the longest delivery could take.
+ */
+export function startLeaseKeeper(options: {
+  database: Database;
+  logger: Logger;
+  workerId: string;
+  dispatchLeaseMs: number;
+  routeLeaseMs: number;
+  everyMs: number;
+  inFlight: () => number;
+  lastClaimAt: () => Date | undefined;
+}): LeaseKeeper {
+  const { database, workerId } = options;
+  let running = true;
+  let timer: NodeJS.Timeout | undefined;
+  let current: Promise<void> | undefined;
+
+  async function renew(): Promise<void> {
+    const lastClaim = options.lastClaimAt()?.toISOString() ?? null;
+    await database.rows(sql`
+      with dispatches as (
+        update webhook_dispatch
+        set locked_until = now() + ${options.dispatchLeaseMs} * interval '1 millisecond'
+        where locked_by = ${workerId} and locked_until is not null
+        returning 1
+      ),
+      jobs as (
+        update webhook_route_job
+        set locked_until = now() + ${options.routeLeaseMs} * interval '1 millisecond'
+        where locked_by = ${workerId} and locked_until is not null
+        returning 1
+      )
+      insert into webhook_worker (id, heartbeat_at, in_flight, last_claim_at)
+      values (${workerId}, now(), ${options.inFlight()}, ${lastClaim}::timestamptz)
+      on conflict (id) do update
+      set heartbeat_at = now(), in_flight = excluded.in_flight, last_claim_at = excluded.last_claim_at
+    `);
+  }
+
+  const tick = () => {
+    timer = undefined;
+    if (!running) return;
+    current = renew()
+      .catch((error: unknown) => {
+        if (!database.outage.report(error)) options.logger.warn({ err: error }, "lease renewal failed");
+      })
+      .finally(() => {
+        current = undefined;
+        if (running) timer = setTimeout(tick, options.everyMs);
+      });
+  };
+  tick();
+
+  return {
+    renew,
+    async stop() {
+      running = false;
+      clearTimeout(timer);
+      await current;
+      await database.rows(sql`delete from webhook_worker where id = ${workerId}`).catch(() => {});
+    },
+  };
+}
