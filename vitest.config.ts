@@ -8,7 +8,13 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["app/**/*.test.ts", "lib/**/*.test.ts", "scripts/**/*.test.ts", "test/e2e/**/*.test.ts"],
+          include: [
+            "app/**/*.test.ts",
+            "lib/**/*.test.ts",
+            "scripts/**/*.test.ts",
+            "docs/**/*.test.ts",
+            "test/e2e/**/*.test.ts",
+          ],
           // Generous: an embedded database takes seconds to start on a busy 2-core machine.
           testTimeout: 60_000,
           hookTimeout: 120_000,

@@ -1,43 +1,92 @@
-// A subscriber's side of the contract: verifies each delivery and prints one line for it.
+// A subscriber's side of the contract, written to be copied: verify (either scheme), skip an event already seen,
+// acknowledge at once, process after answering. One line per delivery says what happened.
 // npm run receiver   (PORT=4000, WEBHOOK_SECRET=whsec_…, WEBHOOK_BRAND=Hooklane)
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { verifyHooklaneSignature } from "../lib/webhook/outbound/webhook-signature.ts";
+import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "../lib/webhook/verify/webhook-verify.ts";
 
 export interface SampleReceiverOptions {
   /** The webhook's secret; without it deliveries are printed as unverified and accepted. */
   secret?: string;
   brand?: string;
   log?: (line: string) => void;
+  /** The work an event asks for, run after its delivery was answered; by default, print its data. */
+  handleEvent?: (event: WebhookEvent) => void | Promise<void>;
 }
 
-/** The receiver as a Hono app: POST on any path, 200 when verified (or unverifiable), 400 on a bad signature. */
+// Enough to cover the retry schedule at a demo's pace; a real receiver keeps ids in its database for ~25 h.
+const REMEMBERED_EVENTS = 10_000;
+
+/**
+ * The receiver as a Hono app: POST on any path. 200 for a verified delivery, including a duplicate (its event
+ * is not processed again); 400 for one that fails verification, which the sender retries.
+ */
 export function createSampleReceiver({
   secret,
   brand = "Hooklane",
   log = console.log,
+  handleEvent = (event) => log(`  processed ${event.id} data=${JSON.stringify(event.data)}`),
 }: SampleReceiverOptions = {}): Hono {
-  const signatureHeader = `${brand}-Signature`;
   if (!secret)
     log(
       `! WEBHOOK_SECRET is not set: deliveries are printed unverified (use the secret shown when the webhook was created)`,
     );
+  const seen = new Set<string>();
+
+  /** Runs once the response is on its way, so a slow handler never makes the sender time out and retry. */
+  function processLater(event: WebhookEvent): void {
+    setImmediate(async () => {
+      try {
+        await handleEvent(event);
+      } catch (error) {
+        log(`✘ processing ${event.id} failed after it was acknowledged: ${String(error)}`);
+      }
+    });
+  }
 
   return new Hono().post("*", async (c) => {
-    const body = await c.req.text();
-    const summary = describe(body, c.req.header(`${brand}-Attempt`) ?? "?");
-    if (!secret) {
-      log(`? unverified ${summary}`);
+    // The raw bytes: the signature covers them, not a re-serialised object.
+    const payload = new Uint8Array(await c.req.arrayBuffer());
+    const attempt = `attempt ${c.req.header(`${brand}-Attempt`) ?? "?"}`;
+    let event = secret ? undefined : unverifiedEvent(payload);
+    let how = "unverified";
+    if (secret) {
+      try {
+        const verified = await verifyWebhook({ payload, headers: c.req.raw.headers, secret, brand });
+        event = verified.event;
+        how = `verified ${verified.scheme}`;
+      } catch (error) {
+        if (!(error instanceof WebhookVerificationError)) throw error;
+        log(`✘ rejected ${attempt}: ${error.message} → 400`);
+        return c.text("signature verification failed\n", 400);
+      }
+    }
+    if (!event) {
+      log(`? unverified, not an event (${payload.byteLength} bytes) ${attempt} → 200`);
       return c.text("unverified\n");
     }
-    const signature = c.req.header(signatureHeader);
-    if (signature && verifyHooklaneSignature(body, signature, secret)) {
-      log(`✔ verified ${summary}`);
-      return c.text("ok\n");
+
+    const summary = `${event.id} ${event.type} ${attempt} (${how})`;
+    if (seen.has(event.id)) {
+      log(`↺ duplicate ${summary}: already received, acknowledged, not processed again → 200`);
+      return c.text("duplicate\n");
     }
-    log(`✘ signature mismatch ${summary}${signature ? "" : ` (no ${signatureHeader} header)`}`);
-    return c.text("signature mismatch\n", 400);
+    seen.add(event.id);
+    if (seen.size > REMEMBERED_EVENTS) seen.delete(seen.values().next().value!);
+    log(`${secret ? "✔" : "?"} ${summary} → 200`);
+    processLater(event);
+    return c.text("ok\n");
   });
+}
+
+/** Without a secret nothing is trusted; the body is only read to print it. */
+function unverifiedEvent(payload: Uint8Array): WebhookEvent | undefined {
+  try {
+    const event = JSON.parse(new TextDecoder().decode(payload)) as Partial<WebhookEvent> | null;
+    return typeof event?.id === "string" && typeof event.type === "string" ? (event as WebhookEvent) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Starts the receiver; `port: 0` picks a free port, reported in the result. */
@@ -55,18 +104,11 @@ export function startSampleReceiver(
   });
 }
 
-function describe(body: string, attempt: string): string {
-  try {
-    const event = JSON.parse(body) as { id?: unknown; type?: unknown; data?: unknown };
-    return `${event.id} ${event.type} attempt ${attempt} data=${JSON.stringify(event.data)}`;
-  } catch {
-    return `(not JSON, ${Buffer.byteLength(body)} bytes) attempt ${attempt}`;
-  }
-}
-
 if (import.meta.main) {
   const port = Number(process.env.PORT ?? 4000);
   const brand = process.env.WEBHOOK_BRAND ?? "Hooklane";
   const { port: bound } = await startSampleReceiver({ port, brand, secret: process.env.WEBHOOK_SECRET });
-  console.log(`sample receiver listening on http://localhost:${bound} (${brand}-Signature)`);
+  console.log(
+    `sample receiver listening on http://localhost:${bound} (${brand}-Signature or Standard Webhooks headers)`,
+  );
 }

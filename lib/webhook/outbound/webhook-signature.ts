@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 
 import type { SignatureManifest, SignatureScheme } from "../../db/schema.ts";
 
@@ -54,39 +54,6 @@ export function signatureHeaders(input: SignatureInput): {
     headers["webhook-signature"] = value;
   }
   return { headers, manifest: { timestamp, scheme, signatures: secrets.length } };
-}
-
-/**
- * Verifies a `<Brand>-Signature` header (`t=<ts>,v1=<hex>[,v1=<hex>…]`) against one
- * secret: true when any `v1` matches (compared in constant time) and the timestamp is
- * within `toleranceSeconds` of `now` (milliseconds). Never throws on malformed input.
- */
-export function verifyHooklaneSignature(
-  payload: string,
-  header: string,
-  secret: string,
-  toleranceSeconds = 300,
-  now = Date.now(),
-): boolean {
-  let timestamp: number | undefined;
-  const candidates: string[] = [];
-  for (const element of header.split(",")) {
-    const separator = element.indexOf("=");
-    if (separator < 0) continue;
-    const name = element.slice(0, separator).trim();
-    const value = element.slice(separator + 1).trim();
-    if (name === "t" && /^\d+$/.test(value)) timestamp = Number(value);
-    else if (name === "v1") candidates.push(value);
-  }
-  if (timestamp === undefined || candidates.length === 0) return false;
-  if (Math.abs(now / 1000 - timestamp) > toleranceSeconds) return false;
-  const expected = Buffer.from(hooklaneDigest(secret, `${timestamp}.${payload}`));
-  let matched = false;
-  for (const candidate of candidates) {
-    const given = Buffer.from(candidate);
-    if (given.length === expected.length && timingSafeEqual(given, expected)) matched = true;
-  }
-  return matched;
 }
 
 function hooklaneDigest(secret: string, signed: string): string {
