@@ -111,6 +111,7 @@ export async function startLane(
     concurrency: config.concurrency,
     leaseMs: config.leaseMs,
     caps: config.caps,
+    breaker: config.breaker,
     mailer: hooklane.mailer,
     ...(options.workerId ? { workerId: options.workerId } : {}),
   });
@@ -148,6 +149,7 @@ export function createVercelLane(
       deliver: deliverDeps(hooklane, options.sender ?? createSender(config)),
       logger: hooklane.logger,
       caps: config.caps,
+      breaker: config.breaker,
       queue,
       visibilityTimeoutSeconds: Math.max(30, Math.ceil((config.timeoutMs * 3) / 1_000)),
       mailer: hooklane.mailer,

@@ -16,3 +16,12 @@ export function parseRetrySchedule(text: string): number[] {
   if (delays.length > 20) throw new Error("at most 20 retries");
   return delays;
 }
+
+/** Parses a backoff as `<first>,<longest>`, e.g. `5s,5m`: the first delay, doubling up to the longest. */
+export function parseBackoff(text: string): { baseMs: number; maxMs: number } {
+  const parts = text.split(",").map(parseDuration);
+  if (parts.length !== 2 || parts[0]! <= 0 || parts[1]! < parts[0]!) {
+    throw new Error(`"${text}" is not a backoff (use <first>,<longest>, e.g. 5s,5m)`);
+  }
+  return { baseMs: parts[0]!, maxMs: parts[1]! };
+}

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { z } from "zod";
-import { RETRY } from "../webhook/outbound/webhook-retry-policy.ts";
-import { parseDuration, parseRetrySchedule } from "./duration.ts";
+import { BREAKER, RETRY } from "../webhook/outbound/webhook-retry-policy.ts";
+import { parseBackoff, parseDuration, parseRetrySchedule } from "./duration.ts";
 
 const flag = (fallback: boolean) =>
   z
@@ -79,6 +79,8 @@ export const envVariables = z.object({
     .optional(),
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
+  WEBHOOK_BREAKER_THRESHOLD: z.coerce.number().int().min(1).max(1_000).default(BREAKER.threshold),
+  WEBHOOK_BREAKER_OPEN: parsedText(BREAKER.open, parseBackoff),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
@@ -132,6 +134,12 @@ const schema = envVariables.transform((env, ctx) => {
     smtpUrl: env.SMTP_URL,
     smtpFrom: env.SMTP_FROM,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
+    breaker: {
+      threshold: env.WEBHOOK_BREAKER_THRESHOLD,
+      openBaseMs: env.WEBHOOK_BREAKER_OPEN.baseMs,
+      openMaxMs: env.WEBHOOK_BREAKER_OPEN.maxMs,
+      connectionClasses: BREAKER.connectionClasses,
+    },
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info"),

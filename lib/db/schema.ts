@@ -140,7 +140,10 @@ export const webhook = pgTable(
     previousSecretSealed: text("previous_secret_sealed"),
     previousSecretExpiresAt: timestamp("previous_secret_expires_at", { withTimezone: true, mode: "date" }),
     disabledReason: text("disabled_reason"),
-    /** Deliveries per second at most (a token bucket refilled at this rate); null: no limit. */
+    /**
+     * Deliveries per second at most: a token bucket refilled at this rate that
+     * holds a tenth of a second's worth (at least one); null: no limit.
+     */
     rateLimit: integer("rate_limit"),
     /** The bucket: tokens left when last refilled (null: full), and when. */
     rateTokens: doublePrecision("rate_tokens"),

@@ -56,6 +56,7 @@ export function testConfig(env: Record<string, string> = {}, databaseUrl?: strin
     WEBHOOK_ALLOWED_HOSTS: "127.0.0.1,localhost",
     WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms",
     WEBHOOK_TIMEOUT_MS: "2000",
+    WEBHOOK_BREAKER_OPEN: "100ms,1s",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });

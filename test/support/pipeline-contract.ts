@@ -344,6 +344,24 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
         expect(receiver.posts.filter((post) => post.path === "/elsewhere")).toEqual([]);
       });
 
+      it("turns an attempt that cannot be made (a secret that will not unseal) into an internal failure that waits a minute", async () => {
+        const { harness, receiver } = await setUp();
+        const hook = await subscribe(harness, receiver, "/sealed", { account: "acc_alice" });
+        await harness.hooklane.database.db
+          .update(webhook)
+          .set({ secretSealed: "not.a.sealed.secret" })
+          .where(eq(webhook.id, hook.id));
+        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await harness.settled();
+        const [dispatch] = await until(harness, hook.id, (rows) => rows[0]!.attemptCount === 1);
+        expect(dispatch).toMatchObject({ status: "error", lockedBy: null, lastStatusCode: null });
+        expect(dispatch!.nextAttemptAt.getTime() - Date.now()).toBeGreaterThan(50_000);
+        const [attempt] = await attemptsOf(harness, dispatch!.id);
+        expect(attempt).toMatchObject({ outcome: "retry", errorClass: "internal", statusCode: null });
+        expect(attempt!.errorMessage).toMatch(/could not be made/);
+        expect(receiver.posts.length).toBe(0);
+      });
+
       it("disables the webhook on 410 Gone, notifies its owner, and keeps the dispatch", async () => {
         const { harness, receiver } = await setUp({ reply: () => ({ status: 410 }) });
         const hook = await subscribe(harness, receiver, "/gone", { account: "acc_alice" });

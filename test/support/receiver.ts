@@ -6,12 +6,16 @@ export interface ReceivedPost {
   headers: IncomingHttpHeaders;
   body: string;
   receivedAt: number;
+  /** When the answer was sent in full; undefined until then. */
+  answeredAt?: number;
+  /** The sender gave up (closed the connection) before the answer was sent. */
+  aborted?: boolean;
 }
 
 export interface Reply {
   status?: number;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** Wait this long before answering (timeouts). */
   delayMs?: number;
 }
@@ -27,15 +31,18 @@ export interface TestReceiver {
   close(): Promise<void>;
 }
 
-/** A real HTTP subscriber on loopback that records every POST and answers as `reply` says. */
-export async function startReceiver(reply: (post: ReceivedPost) => Reply = () => ({})): Promise<TestReceiver> {
+/** A real HTTP subscriber on loopback (`port` 0: any free one) that records every POST and answers as `reply` says. */
+export async function startReceiver(
+  reply: (post: ReceivedPost) => Reply = () => ({}),
+  port = 0,
+): Promise<TestReceiver> {
   const posts: ReceivedPost[] = [];
   const waiters = new Set<() => void>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));
     req.on("end", () => {
-      const post = {
+      const post: ReceivedPost = {
         path: req.url ?? "/",
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
@@ -44,7 +51,12 @@ export async function startReceiver(reply: (post: ReceivedPost) => Reply = () =>
       posts.push(post);
       for (const wake of waiters) wake();
       const answer = reply(post);
+      res.on("close", () => {
+        if (res.writableFinished) post.answeredAt = Date.now();
+        else post.aborted = true;
+      });
       const send = () => {
+        if (res.destroyed) return;
         res.writeHead(answer.status ?? 200, answer.headers ?? {});
         res.end(answer.body ?? "ok");
       };
@@ -53,11 +65,11 @@ export async function startReceiver(reply: (post: ReceivedPost) => Reply = () =>
     });
   });
   server.keepAliveTimeout = 60_000;
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  const bound = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${bound}`,
     posts,
     waitFor(count, options = {}) {
       const matching = () => (options.filter ? posts.filter(options.filter) : posts);

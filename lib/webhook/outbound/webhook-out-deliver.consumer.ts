@@ -7,23 +7,18 @@ import type { Logger } from "../../log/logger.ts";
 import type { Mailer } from "../../mail/smtp-mailer.ts";
 import { attemptDispatch, failedAttempt, type AttemptResult, type DeliverDeps } from "./webhook-out-deliver.handler.ts";
 import { applyAttemptConsequences } from "./webhook-owner-notifier.ts";
-import { BREAKER, decideRetry, INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
+import { decideRetry, INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
 
 /** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
 export interface DeliverConsumerDeps {
   database: Database;
   deliver: DeliverDeps;
   logger: Logger;
+  /** How endpoints' circuit breakers are judged (BREAKER, as configured). */
+  breaker: BreakerRule;
   /** Owners' e-mail, when SMTP is configured. */
   mailer?: Mailer | undefined;
 }
-
-export const BREAKER_RULE: BreakerRule = {
-  threshold: BREAKER.threshold,
-  openBaseMs: BREAKER.open.baseMs,
-  openMaxMs: BREAKER.open.maxMs,
-  connectionClasses: BREAKER.connectionClasses,
-};
 
 /**
  * The `webhook-out-deliver` consumer's attempt for one leased dispatch. Never
@@ -92,7 +87,7 @@ async function recordIsolated(
   results: readonly AttemptResult[],
 ): Promise<OpenedBreaker[]> {
   try {
-    return await recordAttempts(deps.database, workerId, results, BREAKER_RULE);
+    return await recordAttempts(deps.database, workerId, results, deps.breaker);
   } catch (error) {
     if (isConnectionError(error)) throw error;
     if (results.length > 1) {
@@ -115,7 +110,7 @@ async function recordIsolated(
       errorMessage: reason.slice(0, 500),
     };
     try {
-      return await recordAttempts(deps.database, workerId, [bare], BREAKER_RULE);
+      return await recordAttempts(deps.database, workerId, [bare], deps.breaker);
     } catch (again) {
       if (isConnectionError(again)) throw again;
       deps.logger.error(

@@ -32,8 +32,10 @@ export const LANE_BACKOFF = {
  * one probe attempt goes through. Any HTTP answer closes it.
  */
 export const BREAKER = {
+  /** `WEBHOOK_BREAKER_THRESHOLD` overrides it. */
   threshold: 5,
-  open: { baseMs: 5_000, maxMs: 300_000 },
+  /** 5 s, doubling to 5 min (`WEBHOOK_BREAKER_OPEN` overrides it, e.g. `200ms,2s` in tests). */
+  open: "5s,5m",
   /** Error classes that count against an endpoint's reachability. */
   connectionClasses: ["connection_refused", "connection_reset", "dns", "tls", "timeout", "network"],
 } as const;

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Database } from "../../../db/client.ts";
 import type { InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
+import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import { ROUTE_WAKE_CHANNEL } from "../../../db/sql/route-jobs.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
@@ -24,6 +25,7 @@ export interface PostgresLaneOptions {
   /** Route job lease (routing takes milliseconds). */
   routeLeaseMs?: number;
   caps: InFlightCaps;
+  breaker: BreakerRule;
   /** E-mails owners about exhausted dispatches and disabled webhooks (`SMTP_URL`). */
   mailer?: Mailer | undefined;
   /** Longest idle sleep: bounds how late an expired lease or another worker's retry is noticed. */
@@ -66,6 +68,7 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     concurrency: options.concurrency,
     leaseMs: options.leaseMs,
     caps: options.caps,
+    breaker: options.breaker,
     running: () => running,
   });
   const keeper = startLeaseKeeper({

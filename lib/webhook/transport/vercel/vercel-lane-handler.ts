@@ -3,6 +3,7 @@ import { backoffMs } from "../../../backoff.ts";
 import type { Database } from "../../../db/client.ts";
 import { claimDispatches, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
 import { recordPoisonMessage } from "../../../db/sql/poison-messages.ts";
+import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import { clearDispatchQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
@@ -30,6 +31,7 @@ export interface VercelLaneDeps {
   deliver: DeliverDeps;
   logger: Logger;
   caps: InFlightCaps;
+  breaker: BreakerRule;
   queue: Pick<QueueClient, "handleCallback">;
   /** Longer than the delivery deadline, so a message is never redelivered mid-attempt. */
   visibilityTimeoutSeconds: number;
@@ -80,8 +82,9 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     });
     const [dispatch] = claim.dispatches;
     if (!dispatch) return settleUnclaimed(dispatchId, claim.waitMs);
-    const result = await attemptClaimed({ database, deliver: deps.deliver, logger, mailer: deps.mailer }, dispatch);
-    await recordResults({ database, deliver: deps.deliver, logger, mailer: deps.mailer }, workerId, [result]);
+    const consumer = { database, deliver: deps.deliver, logger, breaker: deps.breaker, mailer: deps.mailer };
+    const result = await attemptClaimed(consumer, dispatch);
+    await recordResults(consumer, workerId, [result]);
     if (result.status === "error" && result.retryInMs !== null) {
       // Sent after the record, so the message cannot arrive before the row is due.
       const sent = await transport.sendDeliverMessage(dispatch.id, dispatch.attempt + 1, result.retryInMs);
