@@ -7,18 +7,16 @@ import { ApiError, problem } from "./problem.ts";
 /**
  * Refuses a body larger than `HTTP_BODY_LIMIT` with a 413 problem: at once
  * when its `Content-Length` says so (nothing is read), or as soon as a
- * streamed body passes the limit (at most the limit is held). The connection
- * is closed rather than drained.
+ * streamed body passes the limit (at most the limit is held). The rest of the
+ * upload is not kept: the Node server discards it for at most 500 ms or
+ * 64 MiB, long enough for the client to read the 413, then hangs up.
  */
 export const limitBodySize = createMiddleware<HooklaneEnv>(async (c, next) => {
   if (!c.req.raw.body) return next();
   const maxSize = c.var.hooklane.config.bodyLimitBytes;
   return bodyLimit({
     maxSize,
-    onError: (c) => {
-      c.header("connection", "close");
-      return problem(c, new ApiError(413, "Content Too Large", `The body is larger than ${maxSize} bytes.`));
-    },
+    onError: (c) => problem(c, new ApiError(413, "Content Too Large", `The body is larger than ${maxSize} bytes.`)),
   })(c, next);
 });
 
