@@ -130,6 +130,23 @@ describe("the API's edge", () => {
     });
   });
 
+  describe("hosts", () => {
+    it("answers only requests addressed to loopback while it listens on loopback (no DNS rebinding)", async () => {
+      expect(harness.hooklane.config.host).toBe("127.0.0.1");
+      for (const url of ["http://localhost/health", "http://127.0.0.1:3000/health", "http://[::1]:3000/health"]) {
+        expect((await app.request(url)).status, url).toBe(200);
+      }
+      const rebound = await app.request("http://attacker.example:3000/v3/webhooks", {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(rebound.status).toBe(403);
+      expect(await problemOf(rebound)).toMatchObject({ code: "forbidden" });
+      // Listening on every interface (HOST), any name may reach it.
+      const exposed = createApp({ ...harness.hooklane, config: { ...harness.hooklane.config, host: "0.0.0.0" } });
+      expect((await exposed.request("http://hooks.acme.com/health")).status).toBe(200);
+    });
+  });
+
   describe("tokens", () => {
     const now = () => Math.floor(Date.now() / 1_000);
     const signed = (claims: Record<string, unknown>) =>

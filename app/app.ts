@@ -1,6 +1,7 @@
 import { Hono } from "hono";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { limitBodySize, limitJsonDepth } from "../lib/api/body-limits.ts";
+import { loopbackHostOnly } from "../lib/api/loopback-host.ts";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
@@ -26,7 +27,7 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
-  app.use(requestIdentity, requestLog, securityHeaders, limitBodySize);
+  app.use(requestIdentity, requestLog, securityHeaders, loopbackHostOnly, limitBodySize);
   app.use(
     methodNotAllowed({
       app,

@@ -37,7 +37,12 @@ export const ERROR_TYPES: readonly ErrorType[] = [
     "Unauthorized",
     "No bearer token, or one that is not accepted; `WWW-Authenticate` says why (expired, wrong issuer or audience, …).",
   ),
-  kind("forbidden", 403, "Forbidden", "The token is valid but may not do this (e.g. admin-only operations)."),
+  kind(
+    "forbidden",
+    403,
+    "Forbidden",
+    "The caller may not do this: an admin-only operation, or a request addressed to another host than the loopback the server listens on.",
+  ),
   kind(
     "not_found",
     404,

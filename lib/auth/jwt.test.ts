@@ -55,6 +55,11 @@ describe("bearer tokens signed with the shared secret", () => {
       { exp: now() + 2 * 86_400 },
       "The token lives longer than the 24 h this API accepts.",
     ],
+    [
+      "an iat in the future to hide a year's lifetime",
+      { iat: now() + 365 * 86_400, exp: now() + 365 * 86_400 + 60 },
+      "The token lives longer than the 24 h this API accepts.",
+    ],
     ["an nbf in the future", { exp: now() + 600, nbf: now() + 300 }, "The token is not valid yet."],
     ["no account", { exp: now() + 600, account: undefined }, "The token lacks the sub or account claim."],
   ])("refuses a token with %s", async (_, claims, description) => {

@@ -74,7 +74,9 @@ export function createTokenVerifier(rules: TokenRules): TokenVerifier {
     const parsed = claims.safeParse(payload);
     if (!parsed.success) throw new TokenRejected("The token lacks the sub or account claim.");
     const { exp, iat } = parsed.data;
-    if (exp - (iat ?? Date.now() / 1_000) > maxLifetimeSeconds) {
+    // From its issue, or from now when it has no iat or claims one in the future.
+    const now = Date.now() / 1_000;
+    if (exp - Math.min(iat ?? now, now) > maxLifetimeSeconds) {
       throw new TokenRejected(`The token lives longer than the ${formatSeconds(maxLifetimeSeconds)} this API accepts.`);
     }
     return { sub: parsed.data.sub, account: parsed.data.account, admin: parsed.data.role === "admin" };

@@ -78,6 +78,8 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       const global = await subscribe(harness, receiver, "/global", { ...ADMIN }, { scope: "global" });
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } })); // self
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_bob", name: "Bob" } })); // self
+      // Routed before the account webhooks exist (routing matches the webhooks there are when it runs).
+      await receiver.waitFor(2);
       const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" });
       const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" });
       await expectOk(harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice A." } })); // self
