@@ -1,4 +1,7 @@
 import { Hono } from "hono";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { limitBodySize, limitJsonDepth } from "../lib/api/body-limits.ts";
+import { loopbackHostOnly } from "../lib/api/loopback-host.ts";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
@@ -9,10 +12,14 @@ import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
 import { resourceRoutes } from "./routes/v3/index.ts";
 import { webhookRoutes } from "./routes/v3/webhooks.ts";
+import { securityHeaders } from "./security-headers.ts";
 
 /**
  * The HTTP app: the v3 resource API, the webhooks control plane, its
  * reference (`/openapi.json`, `/docs`) and console (`/console`), health.
+ * Every answer carries the security headers; every body is bounded
+ * (`HTTP_BODY_LIMIT`, and JSON nesting for the API) before anything reads it;
+ * a known path asked with another method answers 405 with `Allow`.
  */
 export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
@@ -20,9 +27,20 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
-  app.use(requestIdentity, requestLog);
+  app.use(requestIdentity, requestLog, securityHeaders, loopbackHostOnly, limitBodySize);
+  app.use(
+    methodNotAllowed({
+      app,
+      onMethodNotAllowed: (c, methods) => {
+        c.header("allow", methods.join(", "));
+        const detail = `${c.req.path} answers ${methods.join(", ")}, not ${c.req.method}.`;
+        return problem(c, new ApiError(405, "Method Not Allowed", detail));
+      },
+    }),
+  );
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
-  app.use("/v3/*", requireAuth);
+  // Only authenticated callers get their body read; every JSON parser comes after the depth check.
+  app.use("/v3/*", requireAuth, limitJsonDepth);
   app.route("/", resourceRoutes());
   const controlPlane = webhookRoutes();
   app.route("/", controlPlane.app);

@@ -10,9 +10,15 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   const hooklane = await createHooklane(settings);
   const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
   const { logger } = hooklane;
-  const server = serve({ fetch: createApp(hooklane).fetch, port: settings.port }, (info) => {
+  const listen = {
+    fetch: createApp(hooklane).fetch,
+    port: settings.port,
+    ...(settings.host ? { hostname: settings.host } : {}),
+  };
+  const server = serve(listen, (info) => {
     const where = hooklane.database.kind === "pglite" ? `embedded PGlite in ${settings.pgliteDataDir}` : "PostgreSQL";
-    logger.info(`hooklane API on http://localhost:${info.port} (${where})`);
+    const host = info.family === "IPv6" ? `[${info.address}]` : info.address;
+    logger.info(`hooklane API on http://${host}:${info.port} (${where})`);
     logger.info(
       lane ? `webhook-out lane running in-process as ${lane.workerId}` : "webhook-out lane: off (run npm run worker)",
     );

@@ -28,6 +28,11 @@ export async function createHooklane(
   options: { database?: Database; queue?: QueueClient; logger?: Logger } = {},
 ): Promise<Hooklane> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
+  if (config.developmentSecrets.length > 0) {
+    logger.warn(
+      `${config.mode} mode with the published development ${config.developmentSecrets.join(" and ")}: anyone can mint an admin token for this server or read its webhook secrets. Keep it on this machine; to deploy, set NODE_ENV=production with your own secrets (see .env.example).`,
+    );
+  }
   const database =
     options.database ??
     (await openDatabase({
@@ -59,6 +64,9 @@ export async function createHooklane(
     verifyToken: createTokenVerifier({
       ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
       ...(config.jwksUrl ? { jwksUrl: config.jwksUrl } : {}),
+      ...(config.jwtIssuer ? { issuer: config.jwtIssuer } : {}),
+      ...(config.jwtAudience ? { audience: config.jwtAudience } : {}),
+      maxLifetimeMs: config.jwtMaxLifetimeMs,
     }),
     mailer: config.smtpUrl ? createSmtpMailer({ url: config.smtpUrl, from: config.smtpFrom }) : undefined,
   };

@@ -24,9 +24,11 @@ if (!values.account) {
   process.exit(2);
 }
 
-const { jwtSecret } = config();
+const { jwtSecret, jwtIssuer, jwtAudience } = config();
 if (!jwtSecret) {
   console.error("AUTH_JWT_SECRET is not set (production uses AUTH_JWKS_URL; mint tokens with your identity provider)");
   process.exit(1);
 }
-console.log(await mintToken(jwtSecret, { sub: values.sub, account: values.account, admin: values.admin }));
+// The server checks iss and aud when they are configured: carry the same ones.
+const principal = { sub: values.sub, account: values.account, admin: values.admin };
+console.log(await mintToken(jwtSecret, principal, { issuer: jwtIssuer, audience: jwtAudience }));

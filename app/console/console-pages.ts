@@ -1,7 +1,63 @@
 import { html } from "hono/html";
+import { inlineStyle } from "../inline-style.ts";
 import type { z } from "zod";
 import type { dispatchSchema, recoverySchema } from "../routes/v3/dispatch-schemas.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
+
+/** The console's one stylesheet, inline; the CSP allows exactly this text by its hash. */
+export const CONSOLE_STYLE = inlineStyle(`
+body {
+  font:
+    15px/1.5 system-ui,
+    sans-serif;
+  max-width: 72rem;
+  margin: 1.5rem auto;
+  padding: 0 1rem;
+  color: #1b1b1b;
+}
+table {
+  border-collapse: collapse;
+  width: 100%;
+}
+td,
+th {
+  border-bottom: 1px solid #ddd;
+  padding: 0.3rem 0.5rem;
+  text-align: left;
+  vertical-align: top;
+}
+code {
+  font:
+    13px ui-monospace,
+    monospace;
+}
+.notice {
+  background: #eef6ee;
+  border: 1px solid #9c9;
+  padding: 0.4rem 0.6rem;
+}
+.status-success,
+.status-active {
+  color: #276227;
+}
+.status-error,
+.status-paused {
+  color: #8a6d00;
+}
+.status-exhausted,
+.status-disabled {
+  color: #a12a2a;
+  font-weight: bold;
+}
+form.inline {
+  display: inline;
+}
+header {
+  display: flex;
+  justify-content: space-between;
+  align-items: baseline;
+}
+`);
 
 type Webhook = z.output<typeof webhookSchema>;
 type Dispatch = z.output<typeof dispatchSchema>;
@@ -10,72 +66,29 @@ type Recovery = z.output<typeof recoverySchema>;
 /** The recovery windows the console offers, in hours back from now. */
 export const RECOVERY_WINDOWS_HOURS = [1, 24, 24 * 7] as const;
 
-function layout(title: string, body: unknown, options: { signedIn: boolean; notice?: string | undefined }) {
+/** The hidden field that carries the form token (see console-csrf.ts) in every form. */
+const tokenField = (csrf: string) => html`<input type="hidden" name="csrf" value="${csrf}" />`;
+
+function layout(
+  title: string,
+  body: unknown,
+  options: { signedIn: boolean; csrf: string; notice?: string | undefined },
+) {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <title>${title} — hooklane</title>
-        <style>
-          body {
-            font:
-              15px/1.5 system-ui,
-              sans-serif;
-            max-width: 72rem;
-            margin: 1.5rem auto;
-            padding: 0 1rem;
-            color: #1b1b1b;
-          }
-          table {
-            border-collapse: collapse;
-            width: 100%;
-          }
-          td,
-          th {
-            border-bottom: 1px solid #ddd;
-            padding: 0.3rem 0.5rem;
-            text-align: left;
-            vertical-align: top;
-          }
-          code {
-            font:
-              13px ui-monospace,
-              monospace;
-          }
-          .notice {
-            background: #eef6ee;
-            border: 1px solid #9c9;
-            padding: 0.4rem 0.6rem;
-          }
-          .status-success,
-          .status-active {
-            color: #276227;
-          }
-          .status-error,
-          .status-paused {
-            color: #8a6d00;
-          }
-          .status-exhausted,
-          .status-disabled {
-            color: #a12a2a;
-            font-weight: bold;
-          }
-          form.inline {
-            display: inline;
-          }
-          header {
-            display: flex;
-            justify-content: space-between;
-            align-items: baseline;
-          }
-        </style>
+        ${CONSOLE_STYLE.element}
       </head>
       <body>
         <header>
           <h1><a href="/console">hooklane</a> · ${title}</h1>
           ${
             options.signedIn
-              ? html`<form class="inline" method="post" action="/console/logout"><button>Sign out</button></form>`
+              ? html`<form class="inline" method="post" action="/console/logout">
+                  ${tokenField(options.csrf)}<button>Sign out</button>
+                </form>`
               : ""
           }
         </header>
@@ -84,19 +97,20 @@ function layout(title: string, body: unknown, options: { signedIn: boolean; noti
     </html>`;
 }
 
-export function loginPage(error?: string) {
+export function loginPage(csrf: string, error?: string) {
   return layout(
     "sign in",
     html`<form method="post" action="/console/login">
+      ${tokenField(csrf)}
       <p>Paste an API bearer token (<code>npm run token</code> mints one for development).</p>
       <p><textarea name="token" rows="4" cols="80" required></textarea></p>
       <p><button>Sign in</button></p>
     </form>`,
-    { signedIn: false, notice: error },
+    { signedIn: false, csrf, notice: error },
   );
 }
 
-export function webhooksPage(webhooks: Webhook[]) {
+export function webhooksPage(webhooks: Webhook[], csrf: string) {
   return layout(
     "webhooks",
     html`<table>
@@ -124,7 +138,7 @@ export function webhooksPage(webhooks: Webhook[]) {
         )}
       </table>
       ${webhooks.length === 0 ? html`<p>No webhooks yet: create one with <code>POST /v3/webhooks</code>.</p>` : ""}`,
-    { signedIn: true },
+    { signedIn: true, csrf },
   );
 }
 
@@ -135,8 +149,9 @@ export function webhookPage(input: {
   status: string | undefined;
   recovery: Recovery | undefined;
   notice: string | undefined;
+  csrf: string;
 }) {
-  const { webhook: w, dispatches, nextCursor, status, recovery } = input;
+  const { webhook: w, dispatches, nextCursor, status, recovery, csrf } = input;
   const filter = status ? `&status=${status}` : "";
   return layout(
     w.id,
@@ -151,7 +166,7 @@ export function webhookPage(input: {
           : ""
       }
       <form method="post" action="/console/webhooks/${w.id}/recover">
-        Retry every failed and exhausted delivery of the last
+        ${tokenField(csrf)} Retry every failed and exhausted delivery of the last
         <select name="hours">
           ${RECOVERY_WINDOWS_HOURS.map((hours) => html`<option value="${hours}">${hours < 48 ? `${hours} h` : `${hours / 24} days`}</option>`)}
         </select>
@@ -191,7 +206,9 @@ export function webhookPage(input: {
                   d.status === "pending"
                     ? ""
                     : html`<form class="inline" method="post" action="/console/dispatches/${d.id}/retry">
-                        <input type="hidden" name="webhook" value="${w.id}" /><button>Retry now</button>
+                        ${tokenField(csrf)}<input type="hidden" name="webhook" value="${w.id}" /><button>
+                          Retry now
+                        </button>
                       </form>`
                 }
               </td>
@@ -199,16 +216,16 @@ export function webhookPage(input: {
         )}
       </table>
       ${nextCursor ? html`<p><a href="/console/webhooks/${w.id}?cursor=${nextCursor}${filter}">Older →</a></p>` : ""}`,
-    { signedIn: true, notice: input.notice },
+    { signedIn: true, csrf, notice: input.notice },
   );
 }
 
 /** An API refusal (404, 409, 422…), shown with the API's own words. */
-export function problemPage(title: string, detail: string) {
+export function problemPage(title: string, detail: string, csrf: string) {
   return layout(
     title,
     html`<p>${detail}</p>
       <p><a href="/console">Back to the webhooks</a></p>`,
-    { signedIn: true },
+    { signedIn: true, csrf },
   );
 }

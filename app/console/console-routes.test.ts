@@ -4,6 +4,7 @@ import { DEVELOPMENT_JWT_SECRET } from "../../lib/config/env.ts";
 import { eventually } from "../../test/support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../test/support/harness.ts";
 import { startReceiver, type TestReceiver } from "../../test/support/receiver.ts";
+import { expectSecurityHeaders } from "../../test/support/security-headers.ts";
 import { createApp } from "../app.ts";
 
 const OWNER = { account: "acc_console" };
@@ -12,12 +13,25 @@ describe("the console", () => {
   let harness: Harness;
   let receiver: TestReceiver;
   let app: ReturnType<typeof createApp>;
-  let cookie: string;
   const answers = new Map<string, number>();
+  // The browser's cookie jar and the form token of the last page it showed.
+  const jar = new Map<string, string>();
+  let csrf = "";
+  const cookie = () => [...jar].map(([name, value]) => `${name}=${value}`).join("; ");
+  const remember = (response: Response) => {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(";");
+      const [name, value] = pair!.split("=") as [string, string];
+      if (value === "") jar.delete(name);
+      else jar.set(name, value);
+    }
+    return response;
+  };
 
   beforeAll(async () => {
     receiver = await startReceiver((post) => ({ status: answers.get(post.path) ?? 200 }));
     harness = await startHarness(pgliteFactory, { env: { WEBHOOK_TIMEOUT_MS: "10000" } });
+    await harness.accounts(OWNER.account, "acc_someone_else");
     app = createApp(harness.hooklane);
   }, HARNESS_START_MS);
   afterAll(async () => {
@@ -25,31 +39,46 @@ describe("the console", () => {
     await receiver?.close();
   });
 
-  const form = (fields: Record<string, string>) => ({
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", ...(cookie ? { cookie } : {}) },
-    body: new URLSearchParams(fields).toString(),
-  });
+  /** A form posted from a page of the console itself, carrying that page's token. */
+  const post = async (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    remember(
+      await app.request(path, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: "http://localhost",
+          cookie: cookie(),
+          ...headers,
+        },
+        body: new URLSearchParams({ csrf, ...fields }).toString(),
+      }),
+    );
   const page = async (path: string) => {
-    const response = await app.request(path, { headers: cookie ? { cookie } : {} });
-    return { status: response.status, html: await response.text() };
+    const response = remember(await app.request(path, { headers: { cookie: cookie() } }));
+    const html = await response.text();
+    csrf = /name="csrf" value="([^"]+)"/.exec(html)?.[1] ?? csrf;
+    return { status: response.status, html, headers: response.headers };
   };
 
   it("asks for a token, refuses a bad one, and keeps a good one in an HttpOnly, SameSite=Strict cookie", async () => {
     expect((await page("/console")).status).toBe(401);
     expect((await page("/console")).html).toContain('action="/console/login"');
-    const refused = await app.request("/console/login", form({ token: "not-a-jwt" }));
+    const refused = await post("/console/login", { token: "not-a-jwt" });
     expect(refused.status).toBe(401);
     expect(await refused.text()).toContain("not accepted");
 
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
-    const accepted = await app.request("/console/login", form({ token }));
+    const accepted = await post("/console/login", { token });
     expect(accepted.status).toBe(303);
-    const setCookie = accepted.headers.get("set-cookie")!;
+    const setCookie = accepted.headers.getSetCookie().find((line) => line.startsWith("hooklane_console="))!;
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/SameSite=Strict/);
     expect(setCookie).toMatch(/Path=\/console/);
-    cookie = setCookie.split(";")[0]!;
+    // The session ends with the token (12 h), not with the browser.
+    const maxAge = Number(/Max-Age=(\d+)/.exec(setCookie)?.[1]);
+    expect(maxAge).toBeGreaterThan(12 * 3_600 - 60);
+    expect(maxAge).toBeLessThanOrEqual(12 * 3_600);
+    expect((await page("/console")).status).toBe(200);
   });
 
   it("shows the delivery log with status, attempts, last code and next retry, and retries from it", async () => {
@@ -76,7 +105,7 @@ describe("the console", () => {
     expect(row).toContain(`action="/console/dispatches/${test.body.id}/retry"`);
 
     answers.set("/failing", 200);
-    const retried = await app.request(`/console/dispatches/${test.body.id}/retry`, form({ webhook: hook.body.id }));
+    const retried = await post(`/console/dispatches/${test.body.id}/retry`, { webhook: hook.body.id });
     expect(retried.status).toBe(303);
     expect(retried.headers.get("location")).toMatch(new RegExp(`^/console/webhooks/${hook.body.id}\\?notice=`));
     await eventually(
@@ -84,7 +113,7 @@ describe("the console", () => {
       (dispatch) => dispatch.status === "success" && dispatch.run === 2,
     );
 
-    const recover = await app.request(`/console/webhooks/${hook.body.id}/recover`, form({ hours: "24" }));
+    const recover = await post(`/console/webhooks/${hook.body.id}/recover`, { hours: "24" });
     expect(recover.status).toBe(303);
     const location = recover.headers.get("location")!;
     expect(location).toMatch(/\?recovery=whr_/);
@@ -99,7 +128,73 @@ describe("the console", () => {
     const response = await page(`/console/webhooks/${other.body.id}`);
     expect(response.status).toBe(404);
     expect(response.html).not.toContain("/theirs");
-    const forged = await app.request(`/console/webhooks/${other.body.id}/recover`, form({ hours: "24" }));
+    const forged = await post(`/console/webhooks/${other.body.id}/recover`, { hours: "24" });
     expect(forged.status).toBe(404);
+  });
+
+  it("refuses a form from another site, or without its token, sign-in included: 403, and nothing runs", async () => {
+    answers.set("/forged", 500);
+    const hook = await harness.call("POST", "/v3/webhooks", {
+      ...OWNER,
+      body: { url: `${receiver.url}/forged`, events: ["*"] },
+    });
+    const test = await harness.call("POST", `/v3/webhooks/${hook.body.id}/test`, OWNER);
+    const dispatch = () => harness.call("GET", `/v3/webhook-dispatches/${test.body.id}`, OWNER).then((r) => r.body);
+    await eventually(dispatch, (d) => d.status === "exhausted");
+    await page(`/console/webhooks/${hook.body.id}`);
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "attacker", account: "acc_someone_else" });
+
+    const forms: Array<[string, Record<string, string>]> = [
+      [`/console/dispatches/${test.body.id}/retry`, { webhook: hook.body.id }],
+      [`/console/webhooks/${hook.body.id}/recover`, { hours: "24" }],
+      ["/console/login", { token }],
+      ["/console/logout", {}],
+    ];
+    const forgeries: Array<[string, Record<string, string>, Record<string, string>]> = [
+      ["another origin", {}, { origin: "https://evil.example" }],
+      ["a sibling subdomain", {}, { origin: "http://evil.localhost" }],
+      ["a cross-site fetch without Origin", {}, { origin: "", "sec-fetch-site": "cross-site" }],
+      ["no form token", { csrf: "" }, {}],
+      ["a form token of another browser", { csrf: "A".repeat(43) }, {}],
+    ];
+    for (const [path, fields] of forms) {
+      for (const [what, override, headers] of forgeries) {
+        const response = await post(path, { ...fields, ...override }, headers);
+        expect(response.status, `${path} from ${what}`).toBe(403);
+        expect(
+          response.headers.getSetCookie().some((line) => line.startsWith("hooklane_console=")),
+          what,
+        ).toBe(false);
+        expectSecurityHeaders(response, await response.text());
+      }
+    }
+    // Same-origin by Sec-Fetch-Site alone (no Origin) with the token is the console itself.
+    const own = await post("/console/login", { token: "not-a-jwt" }, { origin: "", "sec-fetch-site": "same-origin" });
+    expect(own.status).toBe(401);
+    await page("/console");
+
+    expect(receiver.posts.filter((p) => p.path === "/forged").length).toBe(6);
+    expect(await dispatch()).toMatchObject({ status: "exhausted", run: 1 });
+    expect((await page("/console")).status).toBe(200);
+    expect((await harness.call("GET", `/v3/webhooks/${hook.body.id}/dispatches`, OWNER)).body.data.length).toBe(1);
+  });
+
+  it("sends the security headers with every console page and answer", async () => {
+    const signedIn = [...jar];
+    const hook = (await harness.call("GET", "/v3/webhooks?limit=1", OWNER)).body.data[0];
+    const check = async (response: Response) => expectSecurityHeaders(response, await response.text());
+    await check(await app.request("/console", { headers: { cookie: cookie() } }));
+    await check(await app.request(`/console/webhooks/${hook.id}`, { headers: { cookie: cookie() } }));
+    await check(await app.request("/console/webhooks/wh_0000", { headers: { cookie: cookie() } }));
+    await check(await post(`/console/webhooks/${hook.id}/recover`, { hours: "5" }));
+    await check(await post("/console/login", { token: "x" }, { origin: "https://evil.example" }));
+    await check(await app.request("/console"));
+    // The sign-out form works and ends the session.
+    const out = await post("/console/logout", {});
+    expect(out.status).toBe(303);
+    await check(out);
+    expect(jar.has("hooklane_console")).toBe(false);
+    expect((await page("/console")).status).toBe(401);
+    for (const [name, value] of signedIn) jar.set(name, value);
   });
 });

@@ -1,7 +1,9 @@
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
+import { decodeJwt } from "jose";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { loginPage, problemPage, RECOVERY_WINDOWS_HOURS, webhookPage, webhooksPage } from "./console-pages.ts";
 
 /** Calls the app's own API in-process. */
@@ -16,12 +18,15 @@ const recoverForm = z.object({
 
 /**
  * The console: server-rendered pages over the control-plane API. It holds
- * the caller's bearer token in an HttpOnly, SameSite=Strict cookie and sends
- * every read and action through the API with it, so it sees and does exactly
- * what that token may, with the API's scoping and validation. No scripts.
+ * the caller's bearer token in an HttpOnly, SameSite=Strict cookie that
+ * expires with the token, and sends every read and action through the API
+ * with it, so it sees and does exactly what that token may, with the API's
+ * scoping and validation. No scripts; every form, sign-in included, is
+ * checked for its origin and its form token (`consoleCsrf`).
  */
 export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
+  app.use("/console/*", consoleCsrf);
 
   /** One API call with the signed-in token; `undefined` when the token no longer works (signed out). */
   async function call(c: Context<HooklaneEnv>, method: string, path: string, body?: unknown) {
@@ -43,19 +48,24 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
     // The API's answers are validated by its own tests; here they are only displayed.
     return { ok: response.ok, status: response.status, body: (text ? JSON.parse(text) : undefined) as any };
   }
-  const signIn = (c: Context<HooklaneEnv>) => c.html(loginPage(), 401);
+  const signIn = (c: Context<HooklaneEnv>) => c.html(loginPage(formToken(c)), 401);
   const refused = (c: Context<HooklaneEnv>, answer: { status: number; body: any }) =>
-    c.html(problemPage(answer.body?.title ?? "Error", answer.body?.detail ?? ""), answer.status as 400);
+    c.html(problemPage(answer.body?.title ?? "Error", answer.body?.detail ?? "", formToken(c)), answer.status as 400);
+  const badForm = (c: Context<HooklaneEnv>, detail: string) =>
+    c.html(problemPage("Bad request", detail, formToken(c)), 400);
 
   app.post("/console/login", async (c) => {
     const token = String((await c.req.parseBody()).token ?? "").trim();
     const probe = await api("/v3/webhooks?limit=1", { headers: { authorization: `Bearer ${token}` } });
-    if (!probe.ok) return c.html(loginPage("That token was not accepted."), 401);
+    if (!probe.ok) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
+    // The API accepted it, so it has an exp: the session ends when the token does.
+    const { exp } = decodeJwt(token);
     setCookie(c, COOKIE, token, {
       path: "/console",
       httpOnly: true,
       sameSite: "Strict",
       secure: c.var.hooklane.config.production,
+      maxAge: Math.max(1, Math.floor(exp! - Date.now() / 1_000)),
     });
     return c.redirect("/console", 303);
   });
@@ -68,7 +78,7 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   app.get("/console", async (c) => {
     const list = await call(c, "GET", "/v3/webhooks?limit=100");
     if (!list) return signIn(c);
-    return c.html(webhooksPage(list.body.data));
+    return c.html(webhooksPage(list.body.data, formToken(c)));
   });
 
   app.get("/console/webhooks/:id", async (c) => {
@@ -92,13 +102,14 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
         status,
         recovery: progress?.ok ? progress.body : undefined,
         notice,
+        csrf: formToken(c),
       }),
     );
   });
 
   app.post("/console/dispatches/:id/retry", async (c) => {
     const form = retryForm.safeParse(await c.req.parseBody());
-    if (!form.success) return c.html(problemPage("Bad request", "The form is incomplete."), 400);
+    if (!form.success) return badForm(c, "The form is incomplete.");
     const retried = await call(c, "POST", `/v3/webhook-dispatches/${encodeURIComponent(c.req.param("id"))}/retry`);
     if (!retried) return signIn(c);
     if (!retried.ok) return refused(c, retried);
@@ -108,7 +119,7 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
 
   app.post("/console/webhooks/:id/recover", async (c) => {
     const form = recoverForm.safeParse(await c.req.parseBody());
-    if (!form.success) return c.html(problemPage("Bad request", "Choose one of the offered windows."), 400);
+    if (!form.success) return badForm(c, "Choose one of the offered windows.");
     const id = encodeURIComponent(c.req.param("id"));
     const since = new Date(Date.now() - form.data.hours * 3_600_000).toISOString();
     const started = await call(c, "POST", `/v3/webhooks/${id}/recover`, { since });

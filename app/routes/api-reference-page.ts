@@ -1,4 +1,63 @@
 import { html } from "hono/html";
+import { inlineStyle } from "../inline-style.ts";
+
+/** The reference page's one stylesheet, inline; the CSP allows exactly this text by its hash. */
+export const REFERENCE_STYLE = inlineStyle(`
+body {
+  font:
+    15px/1.5 system-ui,
+    sans-serif;
+  max-width: 60rem;
+  margin: 2rem auto;
+  padding: 0 1rem;
+  color: #1b1b1b;
+}
+code,
+pre {
+  font:
+    13px/1.4 ui-monospace,
+    monospace;
+}
+pre {
+  background: #f5f5f5;
+  padding: 0.6rem;
+  overflow-x: auto;
+}
+table {
+  border-collapse: collapse;
+  margin: 0.5rem 0;
+}
+td,
+th {
+  border: 1px solid #ddd;
+  padding: 0.2rem 0.5rem;
+  text-align: left;
+  vertical-align: top;
+}
+.op {
+  border-top: 1px solid #ddd;
+  padding-top: 0.5rem;
+}
+.method {
+  font-weight: bold;
+  padding: 0 0.4rem;
+  border-radius: 3px;
+  color: #fff;
+  background: #555;
+}
+.get {
+  background: #2f6f9f;
+}
+.post {
+  background: #2f8f4f;
+}
+.patch {
+  background: #9f7f2f;
+}
+.delete {
+  background: #9f2f2f;
+}
+`);
 
 type Json = Record<string, any>;
 
@@ -74,62 +133,7 @@ export function renderApiReference(document: Json) {
       <head>
         <meta charset="utf-8" />
         <title>${document.info.title} — API reference</title>
-        <style>
-          body {
-            font:
-              15px/1.5 system-ui,
-              sans-serif;
-            max-width: 60rem;
-            margin: 2rem auto;
-            padding: 0 1rem;
-            color: #1b1b1b;
-          }
-          code,
-          pre {
-            font:
-              13px/1.4 ui-monospace,
-              monospace;
-          }
-          pre {
-            background: #f5f5f5;
-            padding: 0.6rem;
-            overflow-x: auto;
-          }
-          table {
-            border-collapse: collapse;
-            margin: 0.5rem 0;
-          }
-          td,
-          th {
-            border: 1px solid #ddd;
-            padding: 0.2rem 0.5rem;
-            text-align: left;
-            vertical-align: top;
-          }
-          .op {
-            border-top: 1px solid #ddd;
-            padding-top: 0.5rem;
-          }
-          .method {
-            font-weight: bold;
-            padding: 0 0.4rem;
-            border-radius: 3px;
-            color: #fff;
-            background: #555;
-          }
-          .get {
-            background: #2f6f9f;
-          }
-          .post {
-            background: #2f8f4f;
-          }
-          .patch {
-            background: #9f7f2f;
-          }
-          .delete {
-            background: #9f2f2f;
-          }
-        </style>
+        ${REFERENCE_STYLE.element}
       </head>
       <body>
         <h1>${document.info.title} <small>${document.info.version}</small></h1>

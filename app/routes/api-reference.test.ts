@@ -1,6 +1,8 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
+import { ERROR_TYPES } from "../../lib/api/error-types.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
+import { expectSecurityHeaders } from "../../test/support/security-headers.ts";
 import { createApp } from "../app.ts";
 import { isControlPlanePath } from "./v3/webhooks.ts";
 
@@ -62,7 +64,26 @@ describe("/openapi.json and /docs", () => {
     for (const operations of Object.values(document.paths as Record<string, Record<string, { operationId: string }>>)) {
       for (const operation of Object.values(operations)) expect(page).toContain(`id="${operation.operationId}"`);
     }
-    // Nothing is fetched from elsewhere: no scripts, no stylesheets, no remote URLs.
-    expect(page).not.toMatch(/<script|<link|https?:\/\//);
+    // Nothing is fetched from elsewhere: no scripts, no stylesheets, no link or form to another origin.
+    // (Error `type` URIs appear as text: they are identifiers, not links.)
+    expect(page).not.toMatch(/<script|<link|<img|<iframe|(?:src|href|action)="(?:https?:)?\/\//);
+    expectSecurityHeaders(response, page);
+    expectSecurityHeaders(await app.request("/openapi.json"));
+  });
+
+  it("documents every error type: its URI, code and when it happens", async () => {
+    const problem = (await openApi()).components.schemas.Problem;
+    expect(problem.required).toEqual(expect.arrayContaining(["type", "code", "title", "status"]));
+    expect(problem.properties.type.anyOf).toEqual(
+      ERROR_TYPES.map((kind) => ({
+        type: "string",
+        const: kind.type,
+        description: expect.stringContaining(kind.description),
+      })),
+    );
+    expect(problem.properties.code.enum).toEqual(ERROR_TYPES.map((kind) => kind.code));
+    expect(new Set(ERROR_TYPES.map((kind) => kind.type)).size).toBe(ERROR_TYPES.length);
+    const body = await (await app.request("/v3/webhooks")).json();
+    expect(body).toMatchObject({ type: "https://hooklane.dev/errors/unauthorized", code: "unauthorized", status: 401 });
   });
 });

@@ -1,14 +1,23 @@
 import { z } from "zod";
+import { ERROR_TYPES } from "./error-types.ts";
 import type { OperationSpec } from "./operation.ts";
 
-/** The one error shape (RFC 9457), as documented. */
+/** The one error shape (RFC 9457), as documented: `type` and `code` name the kind, one per status. */
 export const problemSchema = z
   .object({
-    type: z.string(),
+    type: z
+      .union(
+        ERROR_TYPES.map((kind) => z.literal(kind.type).describe(`${kind.status} ${kind.title}: ${kind.description}`)),
+      )
+      .describe("The kind of error, a stable identifier (compare it as a string; it need not resolve)."),
+    code: z
+      .enum(ERROR_TYPES.map((kind) => kind.code))
+      .describe("The same kind, short: `validation_failed`, `not_found`, …"),
     title: z.string(),
     status: z.number().int(),
     detail: z.string().optional(),
     errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+    requestId: z.string().optional().describe("The request's `X-Request-Id`, also on every log line about it."),
   })
   .meta({ id: "Problem", description: "An error, as application/problem+json (RFC 9457)." });
 
@@ -19,6 +28,10 @@ function implicitResponses(spec: OperationSpec): Record<number, string> {
   const answers: Record<number, string> = { 401: "No valid bearer token." };
   if (spec.path.includes("/:")) answers[404] = "No such object in the caller's scope.";
   if (spec.params || spec.query || spec.body) answers[422] = "The input failed validation; `errors` names each field.";
+  if (spec.body) {
+    answers[400] = "The body is not a JSON document, or nests too deeply.";
+    answers[413] = "The body is larger than the server's limit.";
+  }
   return answers;
 }
 

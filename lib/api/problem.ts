@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ZodError } from "zod";
+import { errorTypeForStatus } from "./error-types.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
 
 /** An error the API answers with as `application/problem+json` (RFC 9457). */
@@ -48,7 +49,10 @@ export function problem(c: Context, error: unknown): Response {
 
 function send(c: Context, status: ContentfulStatusCode, body: Record<string, unknown>): Response {
   const requestId = (c as Context<HooklaneEnv>).var.requestId;
-  return c.body(JSON.stringify({ type: "about:blank", status, ...body, ...(requestId ? { requestId } : {}) }), status, {
+  // A status outside the registry (none is answered today) keeps RFC 9457's "about:blank".
+  const kind = errorTypeForStatus(status);
+  const identity = kind ? { type: kind.type, code: kind.code } : { type: "about:blank" };
+  return c.body(JSON.stringify({ ...identity, status, ...body, ...(requestId ? { requestId } : {}) }), status, {
     "content-type": "application/problem+json",
   });
 }

@@ -1,18 +1,42 @@
 import { createMiddleware } from "hono/factory";
 import type { HooklaneEnv } from "../api/hono-env.ts";
 import { ApiError, problem } from "../api/problem.ts";
+import { TokenRejected } from "./jwt.ts";
 
-/** Requires `Authorization: Bearer <jwt>` and puts the verified principal on the context. */
+const REALM = 'Bearer realm="hooklane"';
+
+/**
+ * Requires `Authorization: Bearer <jwt>` and puts the verified principal on
+ * the context. A 401 carries `WWW-Authenticate` (RFC 6750): no error code
+ * when no token was sent, `invalid_token` with the reason otherwise. When the
+ * identity provider's keys cannot be fetched the answer is a 503: the token
+ * may well be good.
+ */
 export const requireAuth = createMiddleware<HooklaneEnv>(async (c, next) => {
   const header = c.req.header("authorization") ?? "";
   const match = /^Bearer\s+(\S+)$/i.exec(header);
-  if (!match) return problem(c, new ApiError(401, "Unauthorized", "A bearer token is required."));
+  if (!match) {
+    c.header("www-authenticate", REALM);
+    return problem(c, new ApiError(401, "Unauthorized", "A bearer token is required."));
+  }
   try {
     c.set("principal", await c.var.hooklane.verifyToken(match[1]!));
   } catch (error) {
+    if (error instanceof TokenRejected) {
+      c.header("www-authenticate", `${REALM}, error="invalid_token", error_description="${error.description}"`);
+      return problem(c, new ApiError(401, "Unauthorized", error.description, {}, { cause: error }));
+    }
+    c.var.log.warn({ err: error }, "bearer token could not be verified");
+    c.header("retry-after", "5");
     return problem(
       c,
-      new ApiError(401, "Unauthorized", "The bearer token is invalid or expired.", {}, { cause: error }),
+      new ApiError(
+        503,
+        "Service Unavailable",
+        "The token could not be verified now; try again shortly.",
+        {},
+        { cause: error },
+      ),
     );
   }
   await next();

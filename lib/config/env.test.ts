@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ConfigError, envVariables, loadConfig } from "./env.ts";
+import { ConfigError, DEVELOPMENT_JWT_SECRET, DEVELOPMENT_SECRET_KEY, envVariables, loadConfig } from "./env.ts";
+
+const OWN_KEY = "k".repeat(43);
+const OWN_SECRET = "s".repeat(40);
 
 describe("loadConfig", () => {
   it("starts with nothing set: embedded database, published schedule, localhost allowed", () => {
@@ -38,14 +41,93 @@ describe("loadConfig", () => {
   });
 
   it("refuses production without its own keys, and allows no host there by default", () => {
-    expect(() => loadConfig({ NODE_ENV: "production" })).toThrow(/WEBHOOK_SECRET_KEY: is required in production/);
+    expect(() => loadConfig({ NODE_ENV: "production" })).toThrow(/WEBHOOK_SECRET_KEY: is required outside development/);
     const config = loadConfig({
       NODE_ENV: "production",
       WEBHOOK_SECRET_KEY: "a".repeat(43),
       AUTH_JWKS_URL: "https://auth.example.com/jwks.json",
+      AUTH_JWT_ISSUER: "https://auth.example.com/",
+      AUTH_JWT_AUDIENCE: "hooklane",
     });
     expect(config.allowedHosts).toEqual([]);
     expect(config.jwtSecret).toBeUndefined();
+  });
+});
+
+describe("secure by default", () => {
+  it("treats an unset NODE_ENV without DATABASE_URL as the local quickstart: development rules, loopback, warned", () => {
+    const quickstart = loadConfig({});
+    expect(quickstart).toMatchObject({ mode: "development", production: false, host: "127.0.0.1" });
+    expect(quickstart.jwtSecret).toBe(DEVELOPMENT_JWT_SECRET);
+    expect(quickstart.developmentSecrets).toEqual(["AUTH_JWT_SECRET", "WEBHOOK_SECRET_KEY"]);
+    expect(loadConfig({ AUTH_JWT_SECRET: OWN_SECRET, WEBHOOK_SECRET_KEY: OWN_KEY }).developmentSecrets).toEqual([]);
+    expect(loadConfig({ HOST: "0.0.0.0" }).host).toBe("0.0.0.0");
+  });
+
+  it("treats an unset NODE_ENV with a DATABASE_URL as production, saying so in the refusal", () => {
+    const attempt = () => loadConfig({ DATABASE_URL: "postgres://db.internal:5432/hooklane" });
+    expect(attempt).toThrow(
+      /WEBHOOK_SECRET_KEY: is required outside development \(NODE_ENV is unset and DATABASE_URL is set/,
+    );
+    expect(attempt).toThrow(/AUTH_JWKS_URL: AUTH_JWKS_URL or AUTH_JWT_SECRET is required/);
+    const deployed = loadConfig({
+      DATABASE_URL: "postgres://db.internal:5432/hooklane",
+      WEBHOOK_SECRET_KEY: OWN_KEY,
+      AUTH_JWT_SECRET: OWN_SECRET,
+    });
+    expect(deployed).toMatchObject({ mode: "production", production: true, host: undefined, developmentSecrets: [] });
+    expect(deployed.allowedHosts).toEqual([]);
+    // Explicitly development: a developer's own PostgreSQL keeps the development defaults.
+    expect(loadConfig({ NODE_ENV: "development", DATABASE_URL: "postgres://127.0.0.1/dev" }).mode).toBe("development");
+  });
+
+  it("refuses the published development values outside development and test", () => {
+    const attempt = () =>
+      loadConfig({
+        NODE_ENV: "production",
+        WEBHOOK_SECRET_KEY: DEVELOPMENT_SECRET_KEY,
+        AUTH_JWT_SECRET: DEVELOPMENT_JWT_SECRET,
+      });
+    expect(attempt).toThrow(/WEBHOOK_SECRET_KEY: is the published development key/);
+    expect(attempt).toThrow(/AUTH_JWT_SECRET: is the published development secret/);
+    for (const NODE_ENV of ["development", "test"]) {
+      const config = loadConfig({
+        NODE_ENV,
+        WEBHOOK_SECRET_KEY: DEVELOPMENT_SECRET_KEY,
+        AUTH_JWT_SECRET: DEVELOPMENT_JWT_SECRET,
+      });
+      expect(config.developmentSecrets).toEqual(["AUTH_JWT_SECRET", "WEBHOOK_SECRET_KEY"]);
+    }
+  });
+
+  it("requires an https: JWKS with an issuer and an audience in production", () => {
+    const production = { NODE_ENV: "production", WEBHOOK_SECRET_KEY: OWN_KEY };
+    const attempt = () => loadConfig({ ...production, AUTH_JWKS_URL: "http://idp.example.com/jwks.json" });
+    expect(attempt).toThrow(/AUTH_JWKS_URL: must be an https: URL/);
+    expect(attempt).toThrow(/AUTH_JWT_ISSUER: is required with AUTH_JWKS_URL/);
+    expect(attempt).toThrow(/AUTH_JWT_AUDIENCE: is required with AUTH_JWKS_URL/);
+    expect(() => loadConfig({ AUTH_JWKS_URL: "file:///etc/jwks.json" })).toThrow(/AUTH_JWKS_URL/);
+    const config = loadConfig({
+      ...production,
+      AUTH_JWKS_URL: "https://idp.example.com/jwks.json",
+      AUTH_JWT_ISSUER: "https://idp.example.com/",
+      AUTH_JWT_AUDIENCE: "hooklane",
+      AUTH_JWT_MAX_LIFETIME: "1h",
+    });
+    expect(config).toMatchObject({
+      jwtIssuer: "https://idp.example.com/",
+      jwtAudience: "hooklane",
+      jwtMaxLifetimeMs: 3_600_000,
+    });
+  });
+
+  it("bounds request bodies: 1 MiB by default, in bytes, kb or mb", () => {
+    expect(loadConfig({}).bodyLimitBytes).toBe(1_048_576);
+    expect(loadConfig({ HTTP_BODY_LIMIT: "256kb" }).bodyLimitBytes).toBe(262_144);
+    expect(loadConfig({ HTTP_BODY_LIMIT: "2MB" }).bodyLimitBytes).toBe(2_097_152);
+    expect(loadConfig({ HTTP_BODY_LIMIT: "4096" }).bodyLimitBytes).toBe(4_096);
+    expect(() => loadConfig({ HTTP_BODY_LIMIT: "lots" })).toThrow(/HTTP_BODY_LIMIT: "lots" is not a size/);
+    expect(() => loadConfig({ HTTP_BODY_LIMIT: "10" })).toThrow(/HTTP_BODY_LIMIT: must be at least 1kb/);
   });
 });
 

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { parseEnv } from "node:util";
 import { z } from "zod";
 import { BREAKER, RETRY } from "../webhook/outbound/webhook-retry-policy.ts";
+import { parseByteSize } from "./byte-size.ts";
 import { parseBackoff, parseDuration, parseRetrySchedule } from "./duration.ts";
 
 const flag = (fallback: boolean) =>
@@ -38,8 +39,11 @@ const list = z
 
 /** Every variable hooklane reads, with its rule; `.env.example` documents each one. */
 export const envVariables = z.object({
-  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  /** Unset: production rules with a DATABASE_URL, the local quickstart (development rules, loopback) without one. */
+  NODE_ENV: z.enum(["development", "production", "test"]).optional(),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).optional(),
+  HTTP_BODY_LIMIT: parsedText("1mb", parseByteSize).pipe(z.number().int().min(1_024, "must be at least 1kb")),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
@@ -70,7 +74,10 @@ export const envVariables = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).optional(),
   WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(10_000).optional(),
   AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
-  AUTH_JWKS_URL: z.string().url().optional(),
+  AUTH_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
+  AUTH_JWT_ISSUER: z.string().min(1).optional(),
+  AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
+  AUTH_JWT_MAX_LIFETIME: parsedText("24h", parseDuration).pipe(z.number().int().min(60_000, "must be at least 1m")),
   HOOKLANE_LANE: z.enum(["on", "off"]).default("on"),
   RUNTIME_OUTBOUND_ENABLED: flag(true),
   SMTP_URL: z
@@ -86,20 +93,63 @@ export const envVariables = z.object({
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
 });
 
+/**
+ * Which rules apply. NODE_ENV decides when it is set. Unset, a process with a
+ * DATABASE_URL is a deployment (production rules), and one without is the
+ * embedded quickstart (`npm start` on a laptop: development rules, loopback).
+ */
+function resolveMode(env: {
+  NODE_ENV?: "development" | "production" | "test" | undefined;
+  DATABASE_URL?: string | undefined;
+}) {
+  return env.NODE_ENV ?? (env.DATABASE_URL ? "production" : "development");
+}
+
 const schema = envVariables.transform((env, ctx) => {
-  const production = env.NODE_ENV === "production";
-  if (production && !env.WEBHOOK_SECRET_KEY) {
-    ctx.addIssue({ code: "custom", path: ["WEBHOOK_SECRET_KEY"], message: "is required in production" });
+  const mode = resolveMode(env);
+  const production = mode === "production";
+  const refuse = (path: string, message: string) => {
+    // Say why production rules apply when nobody asked for them by name.
+    const why = env.NODE_ENV
+      ? ""
+      : " (NODE_ENV is unset and DATABASE_URL is set, so production rules apply; NODE_ENV=development for a development database)";
+    ctx.addIssue({ code: "custom", path: [path], message: `${message}${why}` });
+  };
+  if (production) {
+    if (!env.WEBHOOK_SECRET_KEY) refuse("WEBHOOK_SECRET_KEY", "is required outside development");
+    if (!env.AUTH_JWT_SECRET && !env.AUTH_JWKS_URL) {
+      refuse("AUTH_JWKS_URL", "AUTH_JWKS_URL or AUTH_JWT_SECRET is required outside development");
+    }
+    // The development values are published in this repository: anyone could mint tokens or unseal secrets.
+    if (env.WEBHOOK_SECRET_KEY === DEVELOPMENT_SECRET_KEY) {
+      refuse("WEBHOOK_SECRET_KEY", "is the published development key; generate your own");
+    }
+    if (env.AUTH_JWT_SECRET === DEVELOPMENT_JWT_SECRET) {
+      refuse("AUTH_JWT_SECRET", "is the published development secret; generate your own");
+    }
+    if (env.AUTH_JWKS_URL) {
+      if (!env.AUTH_JWKS_URL.startsWith("https:")) refuse("AUTH_JWKS_URL", "must be an https: URL outside development");
+      // One identity provider signs tokens for many applications: only ours may be accepted.
+      if (!env.AUTH_JWT_ISSUER) refuse("AUTH_JWT_ISSUER", "is required with AUTH_JWKS_URL outside development");
+      if (!env.AUTH_JWT_AUDIENCE) refuse("AUTH_JWT_AUDIENCE", "is required with AUTH_JWKS_URL outside development");
+    }
   }
-  if (production && !env.AUTH_JWT_SECRET && !env.AUTH_JWKS_URL) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["AUTH_JWKS_URL"],
-      message: "AUTH_JWKS_URL or AUTH_JWT_SECRET is required in production",
-    });
-  }
+  // Outside production fixed development values keep a laptop's data readable
+  // across restarts and let `npm run token` mint tokens the server accepts.
+  const secretKey = env.WEBHOOK_SECRET_KEY ?? DEVELOPMENT_SECRET_KEY;
+  const jwtSecret = env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET);
+  const developmentSecrets = [
+    ...(!env.AUTH_JWKS_URL && jwtSecret === DEVELOPMENT_JWT_SECRET ? ["AUTH_JWT_SECRET"] : []),
+    ...(secretKey === DEVELOPMENT_SECRET_KEY ? ["WEBHOOK_SECRET_KEY"] : []),
+  ];
   return {
+    mode,
     production,
+    /** The published development values in use, by variable: start-up warns about each (never in production). */
+    developmentSecrets,
+    // Development serves this machine only; a deployment listens on every interface unless told otherwise.
+    host: env.HOST ?? (production ? undefined : "127.0.0.1"),
+    bodyLimitBytes: env.HTTP_BODY_LIMIT,
     port: env.PORT,
     databaseUrl: env.DATABASE_URL,
     databaseDriver:
@@ -112,9 +162,7 @@ const schema = envVariables.transform((env, ctx) => {
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
     allowedHosts: env.WEBHOOK_ALLOWED_HOSTS ?? (production ? [] : ["localhost"]),
     brand: env.WEBHOOK_BRAND,
-    // Outside production a fixed development key keeps a laptop's data readable
-    // across restarts; production refuses to start without its own key.
-    secretKey: env.WEBHOOK_SECRET_KEY ?? DEVELOPMENT_SECRET_KEY,
+    secretKey,
     livemode: env.WEBHOOK_LIVEMODE,
     leaseMs: env.WEBHOOK_LEASE_MS,
     batchSize: env.WEBHOOK_BATCH_SIZE,
@@ -127,8 +175,11 @@ const schema = envVariables.transform((env, ctx) => {
     },
     // As many sockets per origin as the lane may have deliveries in flight there, so none waits for a socket.
     connectionsPerOrigin: env.WEBHOOK_CONNECTIONS_PER_ORIGIN ?? env.WEBHOOK_MAX_IN_FLIGHT_PER_ORIGIN,
-    jwtSecret: env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET),
+    jwtSecret,
     jwksUrl: env.AUTH_JWKS_URL,
+    jwtIssuer: env.AUTH_JWT_ISSUER,
+    jwtAudience: env.AUTH_JWT_AUDIENCE,
+    jwtMaxLifetimeMs: env.AUTH_JWT_MAX_LIFETIME,
     laneInProcess: env.HOOKLANE_LANE === "on",
     outboundEnabled: env.RUNTIME_OUTBOUND_ENABLED,
     smtpUrl: env.SMTP_URL,
@@ -142,7 +193,7 @@ const schema = envVariables.transform((env, ctx) => {
     },
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
-    logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info"),
+    logLevel: env.LOG_LEVEL ?? (mode === "test" ? "silent" : "info"),
     logFormat: env.LOG_FORMAT ?? (production ? "json" : "pretty"),
     catalogueAutoSync:
       env.CATALOGUE_AUTO_SYNC === undefined

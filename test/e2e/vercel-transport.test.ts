@@ -19,13 +19,14 @@ describe("the vercel transport against the emulated Vercel Queue service", () =>
     const receiver = await startReceiver(reply);
     const harness = await startHarness(pgliteFactory, { driver: "vercel", env });
     open.push(harness, receiver);
+    await harness.accounts("acc_alice");
     const hook = await harness.call("POST", "/v3/webhooks", {
       account: "acc_alice",
       body: { url: `${receiver.url}/hook`, events: ["*"] },
     });
     expect(hook.status).toBe(201);
-    const account = await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
-    expect(account.status).toBe(201);
+    const account = await harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice" } });
+    expect(account.status).toBe(200);
     await harness.settled();
     return { harness, receiver, webhookId: hook.body.id as string };
   }
@@ -48,7 +49,7 @@ describe("the vercel transport against the emulated Vercel Queue service", () =>
 
   it("keeps events in the PostgreSQL fallback while the queue is down, and delivers every one after", async () => {
     const { harness, receiver } = await setUp();
-    await receiver.waitFor(1); // account.created
+    await receiver.waitFor(1); // account.updated
     harness.queue!.failSends = true;
     await createDebts(harness, 10);
     const { db } = harness.hooklane.database;

@@ -23,6 +23,7 @@ describe("the delivery log, manual retry and bulk recovery", () => {
       lane: false,
       env: { WEBHOOK_CONCURRENCY: "20", WEBHOOK_TIMEOUT_MS: "10000" },
     });
+    await harness.accounts(OWNER.account);
   }, HARNESS_START_MS);
   afterAll(async () => {
     await lane?.stop();

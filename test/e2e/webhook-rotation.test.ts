@@ -14,6 +14,7 @@ describe("secret rotation and signature schemes, through the control plane", () 
   beforeAll(async () => {
     receiver = await startReceiver();
     harness = await startHarness(pgliteFactory, { env: { WEBHOOK_TIMEOUT_MS: "10000" } });
+    await harness.accounts(ALICE.account);
   }, HARNESS_START_MS);
   afterAll(async () => {
     await harness?.close();

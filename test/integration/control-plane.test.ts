@@ -30,6 +30,7 @@ describe("the control plane on PostgreSQL", () => {
       async () => ({ database: await openDatabase({ databaseUrl }), databaseUrl, drop: async () => {} }),
       { env: { WEBHOOK_TIMEOUT_MS: "10000" } },
     );
+    await harness.accounts(OWNER.account);
   }, HARNESS_START_MS);
   afterAll(async () => {
     await second?.lane.stop();

@@ -3,6 +3,7 @@ import { createApp } from "../../app/app.ts";
 import { mintToken } from "../../lib/auth/jwt.ts";
 import { DEVELOPMENT_JWT_SECRET, loadConfig } from "../../lib/config/env.ts";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
+import { account } from "../../lib/db/schema.ts";
 import { createHooklane, createVercelLane, startLane } from "../../lib/create-hooklane.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
@@ -18,6 +19,11 @@ export interface Harness {
     path: string,
     options?: { body?: unknown; account?: string; admin?: boolean },
   ): Promise<{ status: number; body: any }>;
+  /**
+   * Creates account rows straight in the database, publishing nothing: an
+   * account-scoped webhook needs its account to exist first.
+   */
+  accounts(...ids: string[]): Promise<void>;
   /** Waits for every publish the API started. */
   settled(): Promise<void>;
   /** The emulated Vercel Queue service, with the vercel driver. */
@@ -104,6 +110,12 @@ export async function startHarness(
       });
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
+    },
+    async accounts(...ids) {
+      await database.db
+        .insert(account)
+        .values(ids.map((id) => ({ id, name: id })))
+        .onConflictDoNothing();
     },
     settled: () => hooklane.publisher.settled(),
     queue,

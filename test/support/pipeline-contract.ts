@@ -61,19 +61,29 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
         .where(eq(webhookDispatch.webhookId, webhookId));
     }
 
+    /** Publishes `account.updated` for acc_alice (owner: acc_alice itself). */
+    async function touchAlice(harness: Harness) {
+      const response = await harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice" } });
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+    }
+
     it("routes each owner strategy: account webhooks get their account's events, global ones get all", async () => {
       const { harness, receiver } = await setUp();
-      const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" });
-      const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" });
-      const global = await subscribe(harness, receiver, "/global", { ...ADMIN }, { scope: "global" });
-
       const expectOk = async (promise: Promise<{ status: number; body: any }>) => {
         const response = await promise;
         expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
         return response.body;
       };
+      // Only global webhooks hear an account being created: an account webhook needs its account to exist.
+      const global = await subscribe(harness, receiver, "/global", { ...ADMIN }, { scope: "global" });
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } })); // self
       await expectOk(harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_bob", name: "Bob" } })); // self
+      // Routed before the account webhooks exist (routing matches the webhooks there are when it runs).
+      await receiver.waitFor(2);
+      const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" });
+      const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" });
+      await expectOk(harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice A." } })); // self
+      await expectOk(harness.call("PATCH", "/v3/accounts/acc_bob", { ...ADMIN, body: { name: "Bob B." } })); // self
       const debt = await expectOk(
         harness.call("POST", "/v3/payment-debts", { account: "acc_alice", body: { amount: "12.50", currency: "eur" } }),
       ); // direct
@@ -95,7 +105,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       await expectOk(harness.call("DELETE", `/v3/payment-debts/${debt.id}`, { account: "acc_alice" })); // none (purged)
       await harness.settled();
 
-      await receiver.waitFor(2 + 3 + 7);
+      await receiver.waitFor(2 + 3 + 9);
       const seen = (path: string) =>
         receiver.posts
           .filter((post) => post.path === path)
@@ -104,15 +114,17 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
             return `${event.type} ${event.data.account}`;
           })
           .sort();
-      expect(seen("/alice")).toEqual(["account.created acc_alice", "payment-debt.created acc_alice"]);
+      expect(seen("/alice")).toEqual(["account.updated acc_alice", "payment-debt.created acc_alice"]);
       expect(seen("/bob")).toEqual([
-        "account.created acc_bob",
+        "account.updated acc_bob",
         "subscription.created acc_bob",
         "subscription.history.created acc_bob",
       ]);
       expect(seen("/global")).toEqual([
         "account.created acc_alice",
         "account.created acc_bob",
+        "account.updated acc_alice",
+        "account.updated acc_bob",
         "general.address.created null",
         "payment-debt.created acc_alice",
         "payment-debt.purged null",
@@ -122,19 +134,20 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       // The ledger agrees: one row per match, nothing else.
       expect((await dispatchesOf(harness, alice.id)).length).toBe(2);
       expect((await dispatchesOf(harness, bob.id)).length).toBe(3);
-      expect((await dispatchesOf(harness, global.id)).length).toBe(7);
+      expect((await dispatchesOf(harness, global.id)).length).toBe(9);
     });
 
     it("sends a thin, Stripe-verifiable body with the contract's headers", async () => {
       const { harness, receiver } = await setUp();
+      await harness.accounts("acc_alice");
       const hook = await subscribe(
         harness,
         receiver,
         "/hook",
         { account: "acc_alice" },
-        { events: ["account.created"] },
+        { events: ["account.updated"] },
       );
-      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      await touchAlice(harness);
       const [post] = await receiver.waitFor(1);
       const event = stripe.webhooks.constructEvent(
         post!.body,
@@ -142,7 +155,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
         hook.secret,
       );
       expect(event).toMatchObject({
-        type: "account.created",
+        type: "account.updated",
         livemode: true,
         data: { object: "account", id: "acc_alice", account: "acc_alice" },
       });
@@ -156,6 +169,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
 
     it("signs with two v1 values during a rotation, each verifiable by the stripe SDK", async () => {
       const { harness, receiver } = await setUp();
+      await harness.accounts("acc_alice");
       const hook = await subscribe(harness, receiver, "/hook", { account: "acc_alice" });
       const next = generateWebhookSecret();
       await harness.hooklane.database.db
@@ -166,7 +180,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
           previousSecretExpiresAt: new Date(Date.now() + 86_400_000),
         })
         .where(eq(webhook.id, hook.id));
-      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      await touchAlice(harness);
       const [post] = await receiver.waitFor(1);
       const header = String(post!.headers["hooklane-signature"]);
       expect(header).toMatch(/^t=\d+,v1=[0-9a-f]{64},v1=[0-9a-f]{64}$/);
@@ -178,8 +192,9 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
 
     it("writes no queue message and no row when nobody subscribes to the event", async () => {
       const { harness, receiver } = await setUp({ lane: false });
+      await harness.accounts("acc_alice");
       await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["subscription.created"] });
-      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      await touchAlice(harness);
       for (let i = 0; i < 5; i++) {
         const response = await harness.call("POST", "/v3/payment-debts", {
           account: "acc_alice",
@@ -201,8 +216,9 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       const on = await setUp({ lane: false });
       const queriesPerCall: number[][] = [];
       for (const { harness, receiver } of [off, on]) {
+        await harness.accounts("acc_alice");
         await subscribe(harness, receiver, "/hook", { account: "acc_alice" }, { events: ["subscription.created"] });
-        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await touchAlice(harness);
         await harness.settled();
         const counts: number[] = [];
         for (let i = 0; i < 10; i++) {
@@ -229,9 +245,10 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
 
     it("creates no duplicate dispatch rows when the same route message is delivered again", async () => {
       const { harness, receiver } = await setUp({ lane: false });
+      await harness.accounts("acc_alice");
       await subscribe(harness, receiver, "/a", { account: "acc_alice" });
       await subscribe(harness, receiver, "/g", { ...ADMIN }, { scope: "global" });
-      await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+      await touchAlice(harness);
       const message = {
         eventId: "evt_redelivered_0001",
         type: "account.updated",
@@ -279,6 +296,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
             return {};
           },
         });
+        await harness.accounts("acc_alice");
         const hooks = {
           unavailable: await subscribe(harness, receiver, "/unavailable", { account: "acc_alice" }),
           moved: await subscribe(harness, receiver, "/moved", { account: "acc_alice" }),
@@ -289,7 +307,7 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
           body: { url: `${closedPort}/refused`, events: ["*"] },
         });
         const refused = refusedResponse.body as { id: string };
-        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await touchAlice(harness);
         await harness.settled();
 
         const expectedClass = {
@@ -364,8 +382,9 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
 
       it("disables the webhook on 410 Gone, notifies its owner, and keeps the dispatch", async () => {
         const { harness, receiver } = await setUp({ reply: () => ({ status: 410 }) });
+        await harness.accounts("acc_alice");
         const hook = await subscribe(harness, receiver, "/gone", { account: "acc_alice" });
-        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+        await touchAlice(harness);
         await receiver.waitFor(1);
         const [dispatch] = await until(harness, hook.id, (rows) => rows.every((row) => row.attemptCount === 1));
         const notes = await eventually(

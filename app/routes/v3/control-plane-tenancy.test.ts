@@ -99,6 +99,7 @@ describe("tenancy of the control plane", () => {
     beforeAll(async () => {
       receiver = await startReceiver();
       harness = await startHarness(pgliteFactory, { env: { WEBHOOK_TIMEOUT_MS: "10000" } });
+      await harness.accounts(A.account, "acc_tenant_b");
       const created = await harness.call("POST", "/v3/webhooks", {
         ...A,
         body: { url: `${receiver.url}/only-a-knows-this-path`, events: ["*"], description: "a's private note" },

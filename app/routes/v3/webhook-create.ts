@@ -3,6 +3,7 @@ import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
+import { owningAccount } from "./tenancy.ts";
 import { assertCallbackUrl, createWebhookBody, presentWebhook, webhookWithSecretSchema } from "./webhook-schemas.ts";
 
 /** `POST /v3/webhooks`: subscribe; the answer carries the secret, once. */
@@ -19,6 +20,7 @@ export function addWebhookCreate(router: OperationRouter): void {
       responses: {
         201: { description: "Created, with its secret.", schema: webhookWithSecretSchema },
         403: { description: "Only admins create global webhooks." },
+        422: { description: "Invalid input, an unsafe URL, or a token whose account does not exist (`account`)." },
       },
     },
     async (c, { body }) => {
@@ -28,11 +30,13 @@ export function addWebhookCreate(router: OperationRouter): void {
         throw new ApiError(403, "Forbidden", "Only admins can create global webhooks.");
       }
       assertCallbackUrl(body.url, config.allowedHosts);
+      // An account webhook for an account that does not exist yet would hear its events once someone creates it.
+      const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
       const secret = generateWebhookSecret();
       const [row] = await database.db
         .insert(webhook)
         .values({
-          account: body.scope === "global" ? null : principal.account,
+          account: owner,
           url: body.url,
           events: await assertSubscribableEvents(database, body.events),
           scheme: body.scheme,

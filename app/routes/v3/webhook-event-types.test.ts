@@ -8,6 +8,7 @@ import { createApp } from "../../app.ts";
 let harness: Harness;
 beforeAll(async () => {
   harness = await startHarness(pgliteFactory, { lane: false });
+  await harness.accounts("acc_test");
 });
 afterAll(() => harness.close());
 

@@ -43,6 +43,13 @@ describe("callback URL rules", () => {
     ["https://metadata.google.internal/", "not allowed"],
     ["https://router.home.arpa/", "not allowed"],
     ["https://1.0.0.127.in-addr.arpa/", "not allowed"],
+    ["https://hooks.invalid/", ".invalid is a special-use domain name"],
+    ["https://hooks.test/", ".test is a special-use domain name"],
+    ["https://hooks.example/", ".example is a special-use domain name"],
+    ["https://Api.LocalHost./", ".localhost is a special-use domain name"],
+    ["https://abcdefghijklmnop.onion/", ".onion is a special-use domain name"],
+    ["https://hooks.alt/", ".alt is a special-use domain name"],
+    ["https://test/", "special-use domain name"],
     ["https://redis/", "not a fully qualified domain name"],
     ["https://metadata/", "not allowed"],
     ["https://kubernetes/", "not a fully qualified domain name"],
@@ -64,7 +71,7 @@ describe("callback URL rules", () => {
   });
 
   it("lets allowlisted hosts use http: and internal addresses, but not credentials or denied ports", () => {
-    const allowed = ["localhost", "127.0.0.1", "[::1]", "hooks.internal"];
+    const allowed = ["localhost", "127.0.0.1", "[::1]", "hooks.internal", "receiver.test"];
     for (const url of [
       "http://localhost:4000/hooks",
       "http://LOCALHOST.:4000/hooks",
@@ -72,6 +79,7 @@ describe("callback URL rules", () => {
       "http://0x7f.0.0.1:4000/",
       "http://[0:0:0:0:0:0:0:1]:4000/",
       "https://hooks.internal/",
+      "http://receiver.test:8080/",
     ]) {
       expect(refusal(url, allowed), url).toBeNull();
     }

@@ -30,6 +30,10 @@ const DENIED_HOSTS = [
   /^instance-data$/,
 ];
 
+// Special-use names (RFC 6761, RFC 7686, RFC 9476) that never reach a real
+// subscriber: whatever a resolver answers for them is somebody's local setup.
+const SPECIAL_USE_TLDS = ["invalid", "test", "example", "localhost", "onion", "alt"];
+
 // Services found inside networks that never receive webhooks: databases,
 // caches, brokers, cluster control planes, remote desktops, proxies, and the
 // ports browsers refuse to fetch from. Below 1024 only 80 and 443 are allowed.
@@ -61,8 +65,9 @@ export function isAllowlistedHost(host: string, allowedHosts: readonly string[])
 /**
  * Checks a callback URL before it is stored and again before every POST:
  * https (http only for allowlisted hosts), no credentials or fragment, an
- * allowed port, and — unless the host is allowlisted — no denied or
- * single-label name and no IP literal outside public unicast space. Names
+ * allowed port, and — unless the host is allowlisted — no denied,
+ * special-use (`.test`, `.invalid`, `.onion`, …) or single-label name and
+ * no IP literal outside public unicast space. Names
  * are judged by their addresses when the sender connects. Returns the parsed
  * URL; throws CallbackUrlError naming the rule that failed.
  */
@@ -94,6 +99,10 @@ export function validateCallbackUrl(raw: string, policy: CallbackUrlPolicy): URL
     if (!verdict.public)
       throw new CallbackUrlError(`host ${verdict.address} is not a public address (${verdict.range})`);
     return url;
+  }
+  const tld = host.slice(host.lastIndexOf(".") + 1);
+  if (SPECIAL_USE_TLDS.includes(tld)) {
+    throw new CallbackUrlError(`host ${host} is not allowed: .${tld} is a special-use domain name`);
   }
   if (DENIED_HOSTS.some((pattern) => pattern.test(host))) throw new CallbackUrlError(`host ${host} is not allowed`);
   // A single label is completed by the resolver's search domains: an internal name.

@@ -1,0 +1,84 @@
+import type { Context } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { csrf } from "hono/csrf";
+import { createMiddleware } from "hono/factory";
+import { HTTPException } from "hono/http-exception";
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
+import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import { problemPage } from "./console-pages.ts";
+
+const NONCE_COOKIE = "hooklane_console_nonce";
+const NONCE = /^[A-Za-z0-9_-]{22}$/;
+/** The hidden field every console form carries. */
+export const CSRF_FIELD = "csrf";
+
+const keys = new WeakMap<object, Buffer>();
+/** A key of its own for the forms, derived from WEBHOOK_SECRET_KEY, the same on every API instance. */
+function formKey(c: Context<HooklaneEnv>): Buffer {
+  const { config } = c.var.hooklane;
+  let key = keys.get(config);
+  if (!key) {
+    key = Buffer.from(hkdfSync("sha256", config.secretKey, "", "hooklane console form token", 32));
+    keys.set(config, key);
+  }
+  return key;
+}
+
+const sign = (c: Context<HooklaneEnv>, nonce: string) =>
+  createHmac("sha256", formKey(c)).update(nonce).digest("base64url");
+
+/**
+ * The form token for this browser: a random nonce in an HttpOnly, SameSite=Strict
+ * cookie (set now when the browser has none), signed with the server's form key.
+ * Another site can neither read the cookie nor sign a nonce of its own.
+ */
+export function formToken(c: Context<HooklaneEnv>): string {
+  let nonce = getCookie(c, NONCE_COOKIE);
+  if (!nonce || !NONCE.test(nonce)) {
+    nonce = randomBytes(16).toString("base64url");
+    setCookie(c, NONCE_COOKIE, nonce, {
+      path: "/console",
+      httpOnly: true,
+      sameSite: "Strict",
+      secure: c.var.hooklane.config.production,
+    });
+  }
+  return sign(c, nonce);
+}
+
+function validToken(c: Context<HooklaneEnv>, sent: unknown): boolean {
+  const nonce = getCookie(c, NONCE_COOKIE);
+  if (!nonce || !NONCE.test(nonce) || typeof sent !== "string") return false;
+  const expected = Buffer.from(sign(c, nonce));
+  const given = Buffer.from(sent);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+// Origin or Sec-Fetch-Site must name this very origin (a same-site sibling is not enough).
+const sameOrigin = csrf();
+
+/**
+ * Every state-changing console request, sign-in included, must come from a
+ * page of this origin (`Origin` / `Sec-Fetch-Site`) and carry the form token
+ * that matches the browser's nonce cookie; anything else is a 403 page.
+ */
+export const consoleCsrf = createMiddleware<HooklaneEnv>(async (c, next) => {
+  if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+  const refuse = () =>
+    c.html(
+      problemPage(
+        "Forbidden",
+        "This form is stale or came from another site. Reload the page and try again.",
+        formToken(c),
+      ),
+      403,
+    );
+  try {
+    await sameOrigin(c, async () => {});
+  } catch (error) {
+    if (error instanceof HTTPException && error.status === 403) return refuse();
+    throw error;
+  }
+  if (!validToken(c, (await c.req.parseBody())[CSRF_FIELD])) return refuse();
+  await next();
+});
