@@ -364,13 +364,13 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
 
       it("turns an attempt that cannot be made (a secret that will not unseal) into an internal failure that waits a minute", async () => {
         const { harness, receiver } = await setUp();
+        await harness.accounts("acc_alice");
         const hook = await subscribe(harness, receiver, "/sealed", { account: "acc_alice" });
         await harness.hooklane.database.db
           .update(webhook)
           .set({ secretSealed: "not.a.sealed.secret" })
           .where(eq(webhook.id, hook.id));
-        await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
-        await harness.settled();
+        await touchAlice(harness);
         const [dispatch] = await until(harness, hook.id, (rows) => rows[0]!.attemptCount === 1);
         expect(dispatch).toMatchObject({ status: "error", lockedBy: null, lastStatusCode: null });
         expect(dispatch!.nextAttemptAt.getTime() - Date.now()).toBeGreaterThan(50_000);
