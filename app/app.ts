@@ -7,12 +7,11 @@ import type { Hooklane } from "../lib/hooklane.ts";
 import { VERSION } from "../lib/version.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
-import { resourceRoutes } from "./routes/v3/index.ts";
-import { webhookRoutes } from "./routes/v3/webhooks.ts";
+import { v3Routes } from "./routes/v3/index.ts";
 
 /**
- * The HTTP app: the v3 resource API, the webhooks control plane, its
- * reference (`/openapi.json`, `/docs`) and console (`/console`), health.
+ * The HTTP app: the v3 resource API and the webhooks control plane, their
+ * reference (`/openapi.json`, `/docs`), the console (`/console`), health.
  */
 export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
@@ -23,10 +22,9 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   app.use(requestIdentity, requestLog);
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   app.use("/v3/*", requireAuth);
-  app.route("/", resourceRoutes());
-  const controlPlane = webhookRoutes();
-  app.route("/", controlPlane.app);
-  app.route("/", apiReferenceRoutes(controlPlane.operations));
+  const v3 = v3Routes();
+  app.route("/", v3.app);
+  app.route("/", apiReferenceRoutes(v3.operations));
   app.route(
     "/",
     consoleRoutes(async (path, init) => app.request(path, init)),
