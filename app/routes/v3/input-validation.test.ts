@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mintToken } from "../../../lib/auth/jwt.ts";
+import { DEVELOPMENT_JWT_SECRET } from "../../../lib/config/env.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
+import { createApp } from "../../app.ts";
 
 const ALICE = { account: "acc_alice" };
 let harness: Harness;
@@ -105,6 +108,18 @@ describe("text at the edge", () => {
     expect(await errorsOf("GET", `/v3/webhooks/${webhookId}/recoveries/whr_%00`)).toEqual([
       { field: "recoveryId", message: nul },
     ]);
+  });
+
+  it("answers deep nesting with a problem, never a 500", async () => {
+    const depth = 100_000;
+    const response = await createApp(harness.hooklane).request("/v3/payment-debts", {
+      method: "POST",
+      headers: { authorization: `Bearer ${await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "t", ...ALICE })}` },
+      body: `{"amount":"1.00","currency":"EUR","x":${"[".repeat(depth)}"\\u0000"${"]".repeat(depth)}}`,
+    });
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(response.status).toBeLessThan(500);
+    expect(response.headers.get("content-type")).toBe("application/problem+json");
   });
 
   it("keeps line breaks and tabs in body text, and every other character exactly", async () => {
