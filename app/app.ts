@@ -10,13 +10,12 @@ import type { Hooklane } from "../lib/hooklane.ts";
 import { VERSION } from "../lib/version.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
-import { resourceRoutes } from "./routes/v3/index.ts";
-import { webhookRoutes } from "./routes/v3/webhooks.ts";
+import { v3Routes } from "./routes/v3/index.ts";
 import { securityHeaders } from "./security-headers.ts";
 
 /**
- * The HTTP app: the v3 resource API, the webhooks control plane, its
- * reference (`/openapi.json`, `/docs`) and console (`/console`), health.
+ * The HTTP app: the v3 resource API and the webhooks control plane, their
+ * reference (`/openapi.json`, `/docs`), the console (`/console`), health.
  * Every answer carries the security headers; every body is bounded
  * (`HTTP_BODY_LIMIT`, and JSON nesting for the API) before anything reads it;
  * a known path asked with another method answers 405 with `Allow`.
@@ -41,10 +40,9 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   // Only authenticated callers get their body read; every JSON parser comes after the depth check.
   app.use("/v3/*", requireAuth, limitJsonDepth);
-  app.route("/", resourceRoutes());
-  const controlPlane = webhookRoutes();
-  app.route("/", controlPlane.app);
-  app.route("/", apiReferenceRoutes(controlPlane.operations));
+  const v3 = v3Routes();
+  app.route("/", v3.app);
+  app.route("/", apiReferenceRoutes(v3.operations));
   app.route(
     "/",
     consoleRoutes(async (path, init) => app.request(path, init)),

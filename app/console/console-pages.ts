@@ -197,7 +197,7 @@ export function webhookPage(input: {
               <td class="status-${d.status}">
                 ${d.status}${d.lastError ? html`<br /><small>${d.lastError}</small>` : ""}
               </td>
-              <td>${d.attempts}${d.run > 1 ? html` <small>(run ${d.run})</small>` : ""}</td>
+              <td>${d.attemptCount}${d.run > 1 ? html` <small>(run ${d.run})</small>` : ""}</td>
               <td>${d.lastStatusCode ?? "—"}</td>
               <td>${d.nextAttempt ?? "—"}</td>
               <td>${d.created}</td>

@@ -1,10 +1,11 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
+import type { z } from "zod";
 import { ERROR_TYPES } from "../../lib/api/error-types.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import { expectSecurityHeaders } from "../../test/support/security-headers.ts";
 import { createApp } from "../app.ts";
-import { isControlPlanePath } from "./v3/webhooks.ts";
+import { v3Routes } from "./v3/index.ts";
 
 // Routes and the document are built up front; no service is touched.
 const app = createApp({} as Hooklane);
@@ -24,19 +25,19 @@ describe("/openapi.json and /docs", () => {
     expect(validator.version).toBe("3.1");
   });
 
-  it("documents every control-plane route of the app, and nothing the app lacks", async () => {
+  it("documents every route of the app's route table, and nothing the app lacks", async () => {
     const document = await openApi();
     const routes = [
       ...new Set(
         app.routes
-          .filter((route) => route.method !== "ALL" && isControlPlanePath(route.path))
+          .filter((route) => route.method !== "ALL" && route.path.startsWith("/v3/"))
           .map((route) => `${route.method.toLowerCase()} ${toOpenApiPath(route.path)}`),
       ),
     ];
     const documented = Object.entries(document.paths as Record<string, Record<string, unknown>>).flatMap(
       ([path, operations]) => Object.keys(operations).map((method) => `${method} ${path}`),
     );
-    expect(routes.length).toBeGreaterThanOrEqual(12);
+    expect(routes.length).toBeGreaterThanOrEqual(30);
     expect(routes.filter((route) => !documented.includes(route))).toEqual([]);
     expect(documented.filter((operation) => !routes.includes(operation))).toEqual([]);
     // Input and answers come from the routes' own zod schemas.
@@ -53,6 +54,40 @@ describe("/openapi.json and /docs", () => {
     }
     expect(document.components.schemas.Webhook.properties).not.toHaveProperty("secret");
     expect(document.components.schemas.WebhookWithSecret.required).toContain("secret");
+    // Answers list exactly their fields, and every mutation takes an Idempotency-Key.
+    expect(document.components.schemas.PaymentDebt.additionalProperties).toBe(false);
+    for (const [path, operations] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const body = operation.requestBody?.content["application/json"];
+        if (body) expect(body.example ?? body.schema.examples?.[0], `${method} ${path} body`).toBeDefined();
+        for (const [status, response] of Object.entries(operation.responses as Record<string, any>)) {
+          const schema = response.content?.["application/json"]?.schema;
+          if (!schema) continue;
+          const resolved = schema.$ref ? document.components.schemas[schema.$ref.split("/").at(-1)] : schema;
+          expect(resolved.examples?.[0], `${method} ${path} ${status}`).toBeDefined();
+        }
+        const names = operation.parameters.map((parameter: { name: string }) => parameter.name);
+        expect(names.includes("Idempotency-Key"), `${method} ${path}`).toBe(method !== "get");
+        if (method !== "get") expect(operation.responses, `${method} ${path}`).toHaveProperty("409");
+      }
+    }
+  });
+
+  it("gives every request body and every answer an example its own schema accepts", () => {
+    const examplesOf = (schema: z.ZodType) => (schema.meta()?.examples as unknown[] | undefined) ?? [];
+    const { operations } = v3Routes();
+    for (const spec of operations) {
+      const where = `${spec.method} ${spec.path}`;
+      const schemas = [
+        ...(spec.body ? [spec.body] : []),
+        ...Object.values(spec.responses).flatMap((response) => (response.schema ? [response.schema] : [])),
+      ];
+      expect(schemas.length, where).toBeGreaterThan(0);
+      for (const schema of schemas) {
+        expect(examplesOf(schema).length, where).toBeGreaterThan(0);
+        for (const example of examplesOf(schema)) expect(schema.safeParse(example).error, where).toBeUndefined();
+      }
+    }
   });
 
   it("renders a self-contained reference page of every operation", async () => {

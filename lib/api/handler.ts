@@ -2,6 +2,7 @@ import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { RouteReceipt } from "../webhook/transport/webhook-transport.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
+import { earlierAnswer, idempotentRequest, rememberAnswer } from "./idempotency.ts";
 import { ApiError, problem } from "./problem.ts";
 
 export type ApiContext = Context<HooklaneEnv>;
@@ -16,9 +17,16 @@ class RollbackWith {
   }
 }
 
+/** Options of one route's wrapper. */
+export interface HandlerOptions {
+  /** The 2xx shows a secret: an `Idempotency-Key` answer is stored sealed, never in clear. */
+  answerHoldsSecret?: boolean;
+}
+
 /**
  * Wraps a route: every failure answers with one problem+json shape, and a
- * mutation whose 2xx publishes an event runs in one transaction with it.
+ * mutation whose 2xx publishes an event, or that carries an
+ * `Idempotency-Key`, runs in one transaction with what it must commit.
  *
  * Before the handler runs, the route's catalogue event is looked up; when
  * anyone listens to it the handler gets a transaction (`c.var.database`),
@@ -29,26 +37,40 @@ class RollbackWith {
  * non-2xx answer rolls everything back. Mutations nobody listens to (or any
  * request with `ENABLE_API_EVENT_QUEUE=false`) run as they would without
  * this product: no transaction, no lookup beyond a Map and a Set.
+ *
+ * With an `Idempotency-Key` (see `idempotency.ts`) the transaction first
+ * takes the key's lock (409 while another request holds it) and replays the
+ * key's stored answer when there is one (422 if it answered another
+ * request), running nothing and publishing nothing; otherwise the 2xx is
+ * stored in the same transaction, so it survives a crash after the commit.
+ *
+ * Work registered with `afterCommit()` runs once the 2xx is committed.
  */
-export function handler(fn: (c: ApiContext) => Promise<Response> | Response) {
+export function handler(fn: (c: ApiContext) => Promise<Response> | Response, options: HandlerOptions = {}) {
   return async (c: ApiContext): Promise<Response> => {
-    const { database, publisher } = c.var.hooklane;
+    const { database, publisher, secrets } = c.var.hooklane;
+    const committed: AfterCommit[] = [];
+    c.set("afterCommit", committed);
     try {
+      const mutating = MUTATING.has(c.req.method);
+      const idempotent = mutating ? await idempotentRequest(c) : undefined;
       const entry =
-        publisher.enabled && MUTATING.has(c.req.method)
-          ? await publisher.subscribedEvent(c.req.method, c.req.routePath)
-          : undefined;
-      if (!entry) {
+        publisher.enabled && mutating ? await publisher.subscribedEvent(c.req.method, c.req.routePath) : undefined;
+      if (!entry && !idempotent) {
         c.set("database", database);
-        return await fn(c);
+        const answer = await fn(c);
+        if (answer.ok) await runAfterCommit(c, committed);
+        return answer;
       }
       let receipt: RouteReceipt | undefined;
       const response = await database.transaction(async (tx) => {
         c.set("database", tx);
+        const earlier = idempotent && (await earlierAnswer(c, tx, idempotent, secrets));
+        if (earlier) throw new RollbackWith(earlier);
         const answer = await fn(c);
         if (answer.status < 200 || answer.status >= 300) throw new RollbackWith(answer);
         const published = c.get("published");
-        if (published) {
+        if (entry && published) {
           receipt = await publisher.publish(tx, entry, {
             method: c.req.method,
             route: c.req.routePath,
@@ -56,15 +78,39 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response) {
             body: published,
           });
         }
+        if (idempotent) await rememberAnswer(tx, idempotent, answer, options.answerHoldsSecret ? secrets : undefined);
         return answer;
       });
       if (receipt) publisher.committed(receipt);
+      await runAfterCommit(c, committed);
       return response;
     } catch (error) {
       if (error instanceof RollbackWith) return error.response;
       return problem(c, error);
     }
   };
+}
+
+type AfterCommit = () => Promise<void> | void;
+
+/**
+ * Runs `task` once the request's 2xx is committed (at once when it runs
+ * outside a transaction): wake-ups and cache invalidations that must not be
+ * seen before the rows they announce. A failing task is logged, never
+ * answered: the mutation has committed and the lane catches up on its own.
+ */
+export function afterCommit(c: ApiContext, task: AfterCommit): void {
+  c.var.afterCommit.push(task);
+}
+
+async function runAfterCommit(c: ApiContext, tasks: readonly AfterCommit[]): Promise<void> {
+  for (const task of tasks) {
+    try {
+      await task();
+    } catch (error) {
+      (c.var.log ?? c.var.hooklane.logger)?.warn({ err: error }, "a task after the commit failed");
+    }
+  }
 }
 
 /**

@@ -12,9 +12,14 @@ export interface HooklaneEnv {
     requestId: string;
     /** The logger for this request: every line carries its request id. */
     log: Logger;
-    /** The database for this request: its own transaction when its 2xx publishes an event (see `handler()`). */
+    /**
+     * The database for this request: its own transaction when its 2xx
+     * publishes an event or it carries an `Idempotency-Key` (see `handler()`).
+     */
     database: Database;
     /** What `ok()` answered with, for the publisher. */
     published: unknown;
+    /** Work to run once the request's 2xx is committed (`afterCommit()`). */
+    afterCommit: Array<() => Promise<void> | void>;
   };
 }

@@ -23,15 +23,36 @@ export const problemSchema = z
 
 type JsonSchema = Record<string, unknown>;
 
+/** Every mutation takes it; see `idempotency.ts`. */
+const idempotencyKeyParameter = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "Makes a retry safe: the same key with the same request within 24 h answers the first answer again (status and body, with `Idempotent-Replayed: true`) without running it twice; with a different request, 422; while the first is still running, 409. Keys are per account, 1-255 visible ASCII characters (a UUID). Only successful answers are kept: a request that failed changed nothing and may be sent again with the same key.",
+  schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" },
+  example: "6f1c8a52-3f0e-4b8e-9d1a-2c4b7e9f0a31",
+};
+
+/**
+ * A request body with its schema and example; zod writes no `examples` into
+ * an input schema that transforms, so the example goes beside it.
+ */
+function requestBody(body: z.ZodType, schema: JsonSchema) {
+  const example = (body.meta()?.examples as unknown[] | undefined)?.[0];
+  return { required: true, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } };
+}
+
 /** The standard answers every operation may give, by the shape of its input. */
 function implicitResponses(spec: OperationSpec): Record<number, string> {
   const answers: Record<number, string> = { 401: "No valid bearer token." };
   if (spec.path.includes("/:")) answers[404] = "No such object in the caller's scope.";
-  if (spec.params || spec.query || spec.body) answers[422] = "The input failed validation; `errors` names each field.";
+  answers[422] = "The input failed validation (unknown fields included); `errors` names each field.";
   if (spec.body) {
     answers[400] = "The body is not a JSON document, or nests too deeply.";
     answers[413] = "The body is larger than the server's limit.";
   }
+  if (spec.method !== "get") answers[409] = "A request with the same `Idempotency-Key` is still in progress.";
   return answers;
 }
 
@@ -103,10 +124,12 @@ export function openApiDocument(
       summary: spec.summary,
       ...(spec.description ? { description: spec.description } : {}),
       tags: [spec.tag],
-      parameters: [...parameters(spec.params, "path"), ...parameters(spec.query, "query")],
-      ...(spec.body
-        ? { requestBody: { required: true, content: { "application/json": { schema: convert(spec.body, "input") } } } }
-        : {}),
+      parameters: [
+        ...parameters(spec.params, "path"),
+        ...parameters(spec.query, "query"),
+        ...(spec.method === "get" ? [] : [idempotencyKeyParameter]),
+      ],
+      ...(spec.body ? { requestBody: requestBody(spec.body, convert(spec.body, "input")) } : {}),
       responses,
     };
   }

@@ -1,7 +1,9 @@
 import { Hono } from "hono";
-import type { z } from "zod";
+import { z } from "zod";
 import { handler, jsonBody, type ApiContext } from "./handler.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
+import { textIssues } from "./input-text.ts";
+import { humanMessage } from "./validation-errors.ts";
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
@@ -32,9 +34,12 @@ export interface OperationSpec<P extends Schema = Schema, Q extends Schema = Sch
   body?: B;
   /**
    * Answers besides the ones every operation has (401; 404 with a path
-   * parameter; 422 with any input).
+   * parameter; 422 with any input; 409 for a mutation, whose
+   * `Idempotency-Key` may be in use).
    */
   responses: Record<number, ResponseSpec>;
+  /** The 2xx shows a secret (stored sealed for `Idempotency-Key` replays). */
+  answerHoldsSecret?: boolean;
 }
 
 export interface OperationInput<P extends Schema, Q extends Schema, B extends Schema> {
@@ -49,13 +54,41 @@ export interface OperationRouter {
   readonly operations: readonly OperationSpec[];
   /**
    * Registers `spec` and answers it with `fn`, called with the input parsed by
-   * the spec's schemas. A schema failure answers 422 naming the field, a body
-   * that is not JSON 400, and any thrown ApiError its own problem document.
+   * the spec's schemas. A schema failure answers 422 naming every field at
+   * fault (path, query and body together; text with control characters or
+   * lone surrogates is refused anywhere), a body that is not JSON 400, and
+   * any thrown ApiError its own problem document. Without a query schema no
+   * query parameter is accepted; a mutation without a body schema refuses
+   * any body but `{}`.
    */
   add<P extends Schema, Q extends Schema, B extends Schema>(
     spec: OperationSpec<P, Q, B>,
     fn: (c: ApiContext, input: OperationInput<P, Q, B>) => Promise<Response> | Response,
   ): void;
+}
+
+// An operation without a query schema takes no query parameters, and a mutation without a body schema no body
+// (nothing, or `{}`): an unknown field is refused wherever it is sent.
+const NONE = z.strictObject({});
+
+/**
+ * Parses one part of the input: its text first (no control characters or
+ * lone surrogates anywhere, keys included), then its schema, with messages
+ * written for people. Returns the issues instead of throwing, so every part's
+ * problems are answered together.
+ */
+function parsePart(schema: z.ZodType | undefined, input: unknown, multiline: boolean) {
+  if (!schema) return { issues: [] as z.core.$ZodIssue[], data: undefined };
+  const dirty = textIssues(input, multiline);
+  if (dirty.length > 0) return { issues: dirty, data: undefined };
+  const parsed = schema.safeParse(input, { error: humanMessage });
+  return parsed.success ? { issues: [], data: parsed.data } : { issues: parsed.error.issues, data: undefined };
+}
+
+/** The body to validate: parsed JSON, or `{}` for an empty body where none is expected. */
+async function bodyOf(c: ApiContext, spec: OperationSpec): Promise<unknown> {
+  if (!spec.body && (await c.req.text()).trim() === "") return {};
+  return jsonBody(c);
 }
 
 /** A Hono app whose routes are all described operations. */
@@ -70,16 +103,22 @@ export function operationRouter(): OperationRouter {
       app.on(
         spec.method.toUpperCase(),
         spec.path,
-        handler(async (c) => {
-          const params = spec.params?.parse(c.req.param());
-          const query = spec.query?.parse(c.req.query());
-          const body = spec.body?.parse(await jsonBody(c));
-          return fn(c, { params, query, body } as OperationInput<
-            typeof spec.params,
-            typeof spec.query,
-            typeof spec.body
-          >);
-        }),
+        handler(
+          async (c) => {
+            const bodySchema = spec.body ?? (spec.method === "get" ? undefined : NONE);
+            const params = parsePart(spec.params, c.req.param(), false);
+            const query = parsePart(spec.query ?? NONE, c.req.query(), false);
+            const body = parsePart(bodySchema, bodySchema ? await bodyOf(c, spec) : undefined, true);
+            const issues = [...params.issues, ...query.issues, ...body.issues];
+            if (issues.length > 0) throw new z.ZodError(issues);
+            return fn(c, {
+              params: params.data,
+              query: spec.query ? query.data : undefined,
+              body: spec.body ? body.data : undefined,
+            } as OperationInput<typeof spec.params, typeof spec.query, typeof spec.body>);
+          },
+          { answerHoldsSecret: spec.answerHoldsSecret },
+        ),
       );
     },
   };

@@ -3,6 +3,7 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ZodError } from "zod";
 import { errorTypeForStatus } from "./error-types.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
+import { fieldErrors } from "./validation-errors.ts";
 
 /** An error the API answers with as `application/problem+json` (RFC 9457). */
 export class ApiError extends Error {
@@ -30,7 +31,7 @@ export const notFound = (what: string) => new ApiError(404, "Not Found", `No suc
 /** Renders any thrown value as one problem document; unknown errors never leak their message. */
 export function problem(c: Context, error: unknown): Response {
   if (error instanceof ZodError) {
-    const errors = error.issues.map((issue) => ({ field: issue.path.join(".") || "(body)", message: issue.message }));
+    const errors = fieldErrors(error);
     const detail = errors.map((e) => `${e.field}: ${e.message}`).join("; ");
     return send(c, 422, { title: "Unprocessable Content", detail, errors });
   }

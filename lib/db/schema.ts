@@ -9,6 +9,7 @@ import {
   jsonb,
   numeric,
   pgTable,
+  primaryKey,
   text,
   timestamp,
   uniqueIndex,
@@ -107,6 +108,8 @@ export const webhookEventType = pgTable("webhook_event_type", {
   example: json("example").$type<ExampleBody>().notNull(),
   since: text("since").notNull(),
   deprecated: boolean("deprecated").notNull().default(false),
+  /** When a sync first brought it into this database. */
+  createdAt: createdAt(),
   updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
 });
 export type WebhookEventType = typeof webhookEventType.$inferSelect;
@@ -369,3 +372,29 @@ export const webhookRecovery = pgTable(
   ],
 );
 export type WebhookRecovery = typeof webhookRecovery.$inferSelect;
+
+/**
+ * The first answer to a mutating request sent with an `Idempotency-Key`,
+ * per account and key: a retry with the same key and request is answered
+ * with it instead of running again. Written in the mutation's own
+ * transaction, so it exists if and only if the mutation committed. Rows
+ * past `expires_at` are ignored and pruned by the sweeper.
+ */
+export const idempotencyKey = pgTable(
+  "idempotency_key",
+  {
+    account: text("account").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 of the method, path and body: the same key with another request is refused. */
+    fingerprint: text("fingerprint").notNull(),
+    status: integer("status").notNull(),
+    contentType: text("content_type"),
+    /** The answer's body as sent; sealed (JWE) when it shows a secret. */
+    body: text("body").notNull(),
+    sealed: boolean("sealed").notNull().default(false),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.account, t.key] }), index("idempotency_key_expires_idx").on(t.expiresAt)],
+);
+export type IdempotencyKey = typeof idempotencyKey.$inferSelect;

@@ -13,12 +13,12 @@ import { startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-que
 export interface Harness {
   hooklane: Hooklane;
   lane: Lane | undefined;
-  /** Calls the API in-process with a token for `account` (admin when asked). */
+  /** Calls the API in-process with a token for `account` (admin when asked); `body` goes as JSON. */
   call(
     method: string,
     path: string,
-    options?: { body?: unknown; account?: string; admin?: boolean },
-  ): Promise<{ status: number; body: any }>;
+    options?: { body?: unknown; account?: string; admin?: boolean; headers?: Record<string, string> },
+  ): Promise<HarnessAnswer>;
   /**
    * Creates account rows straight in the database, publishing nothing: an
    * account-scoped webhook needs its account to exist first.
@@ -31,6 +31,14 @@ export interface Harness {
   /** Runs the transport's sweep once (vercel driver; the postgres lane needs none). */
   sweep(): Promise<{ routes: number; dispatches: number }>;
   close(): Promise<void>;
+}
+
+/** An answer of the API: its JSON body parsed, and the bytes and headers as sent. */
+export interface HarnessAnswer {
+  status: number;
+  body: any;
+  text: string;
+  headers: Headers;
 }
 
 /** How a suite gets its database: PGlite in memory, or a fresh PostgreSQL database. */
@@ -100,16 +108,16 @@ export async function startHarness(
   return {
     hooklane,
     lane,
-    async call(method, path, { body, account = "acc_test", admin = false } = {}) {
+    async call(method, path, { body, account = "acc_test", admin = false, headers = {} } = {}) {
       const key = `${account}:${admin}`;
       if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
       const response = await app.request(path, {
         method,
-        headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json", ...headers },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
       const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+      return { status: response.status, body: text ? JSON.parse(text) : undefined, text, headers: response.headers };
     },
     async accounts(...ids) {
       await database.db

@@ -1,70 +1,128 @@
 import { eq } from "drizzle-orm";
-import { Hono } from "hono";
 import { z } from "zod";
-import { handler, jsonBody, ok, type ApiContext } from "../../../lib/api/handler.ts";
-import type { HooklaneEnv } from "../../../lib/api/hono-env.ts";
+import { ok, type ApiContext } from "../../../lib/api/handler.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, notFound } from "../../../lib/api/problem.ts";
-import { account } from "../../../lib/db/schema.ts";
+import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { account, type Account } from "../../../lib/db/schema.ts";
+import { changesSomething, idParams } from "./resource-fields.ts";
 
-const createAccount = z.object({
-  name: z.string().trim().min(1).max(200),
-  email: z.email().optional(),
-  /** An admin may choose the id, e.g. to mirror the account of another system. */
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]{1,64}$/, "must be 1-64 letters, digits, '_' or '-'")
-    .optional(),
-});
+const EXAMPLE = {
+  id: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+  object: "account",
+  name: "Acme",
+  email: "ops@acme.example",
+  created: "2026-12-01T09:30:00.000Z",
+} as const;
+
+export const accountSchema = z
+  .strictObject({
+    id: z.string().describe("`acc_…`"),
+    object: z.literal("account"),
+    name: z.string(),
+    email: z.string().nullable().describe("Where notices about its webhooks go."),
+    created: timestamp,
+  })
+  .meta({ id: "Account", examples: [EXAMPLE] });
+
+export function presentAccount(row: Account): z.output<typeof accountSchema> {
+  return { id: row.id, object: "account", name: row.name, email: row.email, created: iso(row.createdAt) };
+}
+
+const name = z.string().trim().min(1).max(200);
+const email = z.email().max(254);
+
+const createAccount = z
+  .strictObject({
+    name,
+    email: email.optional(),
+    id: z
+      .string()
+      .regex(/^acc_[A-Za-z0-9_-]{1,60}$/, "must be `acc_` and 1-60 letters, digits, '_' or '-'")
+      .optional()
+      .describe("An admin may choose the id, e.g. to mirror the account of another system."),
+  })
+  .meta({ examples: [{ name: "Acme", email: "ops@acme.example" }] });
 
 const updateAccount = z
-  .object({ name: z.string().trim().min(1).max(200), email: z.email().nullable() })
+  .strictObject({ name, email: email.nullable() })
   .partial()
-  .refine((body) => Object.keys(body).length > 0, "must change at least one field");
+  .refine(...changesSomething)
+  .meta({ examples: [{ email: "billing@acme.example" }] });
+
+const accountParams = idParams("The account's id (`acc_…`).");
 
 /** Accounts: only admins create them; an account may read and update itself, an admin any. */
-export function accountRoutes(): Hono<HooklaneEnv> {
-  const app = new Hono<HooklaneEnv>();
-
-  app.post(
-    "/v3/accounts",
-    handler(async (c) => {
+export function addAccountRoutes(router: OperationRouter): void {
+  router.add(
+    {
+      method: "post",
+      path: "/v3/accounts",
+      operationId: "createAccount",
+      summary: "Create an account",
+      description: "Admins only. Emits `account.created`.",
+      tag: "Accounts",
+      body: createAccount,
+      responses: {
+        201: { description: "The new account.", schema: accountSchema },
+        403: { description: "Only admins create accounts." },
+        409: { description: "The chosen id is taken." },
+      },
+    },
+    async (c, { body }) => {
       if (!c.var.principal.admin) throw new ApiError(403, "Forbidden", "Only an admin can create accounts.");
-      const input = createAccount.parse(await jsonBody(c));
-      const [row] = await c.var.database.db.insert(account).values(input).onConflictDoNothing().returning();
-      if (!row) throw new ApiError(409, "Conflict", `An account with id ${input.id} already exists.`);
-      return ok(c, row, 201);
-    }),
+      const [row] = await c.var.database.db.insert(account).values(body).onConflictDoNothing().returning();
+      if (!row) throw new ApiError(409, "Conflict", `An account with id ${body.id} already exists.`);
+      return ok(c, presentAccount(row), 201);
+    },
   );
 
-  app.patch(
-    "/v3/accounts/:id",
-    handler(async (c) => {
-      const id = visibleAccountId(c);
-      const input = updateAccount.parse(await jsonBody(c));
-      const [row] = await c.var.database.db.update(account).set(input).where(eq(account.id, id)).returning();
+  router.add(
+    {
+      method: "patch",
+      path: "/v3/accounts/:id",
+      operationId: "updateAccount",
+      summary: "Update an account",
+      description: "An account may update itself, an admin any. Emits `account.updated`.",
+      tag: "Accounts",
+      params: accountParams,
+      body: updateAccount,
+      responses: { 200: { description: "The updated account.", schema: accountSchema } },
+    },
+    async (c, { params, body }) => {
+      const [row] = await c.var.database.db
+        .update(account)
+        .set(body)
+        .where(eq(account.id, visibleAccountId(c, params.id)))
+        .returning();
       if (!row) throw notFound("account");
-      return ok(c, row);
-    }),
+      return ok(c, presentAccount(row));
+    },
   );
 
-  app.get(
-    "/v3/accounts/:id",
-    handler(async (c) => {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/accounts/:id",
+      operationId: "getAccount",
+      summary: "Get an account",
+      tag: "Accounts",
+      params: accountParams,
+      responses: { 200: { description: "The account.", schema: accountSchema } },
+    },
+    async (c, { params }) => {
       const [row] = await c.var.database.db
         .select()
         .from(account)
-        .where(eq(account.id, visibleAccountId(c)));
+        .where(eq(account.id, visibleAccountId(c, params.id)));
       if (!row) throw notFound("account");
-      return c.json(row);
-    }),
+      return c.json(presentAccount(row));
+    },
   );
-
-  return app;
 }
 
-/** The `:id` the caller may touch: any for an admin, only its own otherwise (404, not 403). */
-function visibleAccountId(c: ApiContext): string {
-  const id = c.req.param("id") ?? "";
+/** `id` if the caller may touch it: any for an admin, only its own otherwise (404, not 403). */
+function visibleAccountId(c: ApiContext, id: string): string {
   const { principal } = c.var;
   if (!principal.admin && id !== principal.account) throw notFound("account");
   return id;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { iso, isoOrNull, timestamp } from "../../../lib/api/timestamps.ts";
 import {
   ATTEMPT_OUTCOMES,
   DISPATCH_STATUSES,
@@ -8,19 +9,58 @@ import {
   type WebhookDispatch,
   type WebhookRecovery,
 } from "../../../lib/db/schema.ts";
-import { isoOrNull, timestamp } from "./webhook-schemas.ts";
+import { idParams } from "./resource-fields.ts";
 
-export const dispatchIdParams = z.object({ id: z.string().max(100).describe("The dispatch's id (`wd_…`).") });
+export const dispatchIdParams = idParams("The dispatch's id (`wd_…`).");
+
+const EVENT_BODY_EXAMPLE = {
+  id: "evt_W_JxWQ3xHey2WjMbI10U",
+  type: "payment-debt.created",
+  created: "2026-12-01T09:30:00.000Z",
+  livemode: true,
+  data: {
+    object: "payment-debt",
+    id: "pd_2f97c4e1a8b34d6e9f0a1b2c3d4e5f6a",
+    account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+  },
+};
+
+const DISPATCH_EXAMPLE = {
+  id: "wd_0a1b2c3d4e5f4a6b8c9d0e1f2a3b4c5d",
+  object: "webhook-dispatch",
+  webhook: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
+  event: { id: EVENT_BODY_EXAMPLE.id, type: EVENT_BODY_EXAMPLE.type },
+  status: "error",
+  run: 1,
+  attemptCount: 1,
+  lastStatusCode: 503,
+  lastError: "HTTP 503",
+  nextAttempt: "2026-12-01T09:30:05.000Z",
+  created: "2026-12-01T09:30:00.000Z",
+  updated: "2026-12-01T09:30:00.120Z",
+  completed: null,
+};
+
+/** The body subscribers receive (thin: identifiers only). */
+export const eventBodySchema = z
+  .strictObject({
+    id: z.string().describe("`evt_…`"),
+    type: z.string(),
+    created: timestamp,
+    livemode: z.boolean(),
+    data: z.strictObject({ object: z.string(), id: z.string(), account: z.string().nullable() }),
+  })
+  .meta({ id: "EventBody", examples: [EVENT_BODY_EXAMPLE] });
 
 export const dispatchSchema = z
-  .object({
-    id: z.string(),
-    object: z.literal("webhook_dispatch"),
+  .strictObject({
+    id: z.string().describe("`wd_…`"),
+    object: z.literal("webhook-dispatch"),
     webhook: z.string(),
-    event: z.object({ id: z.string(), type: z.string() }),
+    event: z.strictObject({ id: z.string(), type: z.string() }),
     status: z.enum(DISPATCH_STATUSES),
     run: z.number().int().describe("1, plus one per manual retry or recovery."),
-    attempts: z.number().int().describe("Attempts made in the current run."),
+    attemptCount: z.number().int().describe("Attempts made in the current run."),
     lastStatusCode: z.number().int().nullable(),
     lastError: z.string().nullable(),
     nextAttempt: timestamp.nullable().describe("When the next attempt is due; null once finished."),
@@ -28,10 +68,24 @@ export const dispatchSchema = z
     updated: timestamp,
     completed: timestamp.nullable(),
   })
-  .meta({ id: "WebhookDispatch" });
+  .meta({ id: "WebhookDispatch", examples: [DISPATCH_EXAMPLE] });
+
+const ATTEMPT_EXAMPLE = {
+  run: 1,
+  attempt: 1,
+  started: "2026-12-01T09:30:00.010Z",
+  durationMs: 95,
+  outcome: "retry",
+  statusCode: 503,
+  errorClass: "http_status",
+  errorMessage: "HTTP 503",
+  responseExcerpt: "Service Unavailable",
+  signature: { timestamp: 1796117400, scheme: "hooklane-v1", signatures: 1 },
+  nextAttempt: "2026-12-01T09:30:05.000Z",
+};
 
 export const attemptSchema = z
-  .object({
+  .strictObject({
     run: z.number().int(),
     attempt: z.number().int(),
     started: timestamp,
@@ -42,23 +96,28 @@ export const attemptSchema = z
     errorMessage: z.string().nullable(),
     responseExcerpt: z.string().nullable().describe("The first bytes of the subscriber's answer."),
     signature: z
-      .object({ timestamp: z.number().int(), scheme: z.enum(SIGNATURE_SCHEMES), signatures: z.number().int() })
+      .strictObject({ timestamp: z.number().int(), scheme: z.enum(SIGNATURE_SCHEMES), signatures: z.number().int() })
       .describe("What was signed, never with what."),
     nextAttempt: timestamp.nullable(),
   })
-  .meta({ id: "WebhookAttempt" });
+  .meta({ id: "WebhookAttempt", examples: [ATTEMPT_EXAMPLE] });
 
 export const dispatchDetailSchema = dispatchSchema
   .extend({
-    payload: z.string().describe("The exact bytes POSTed on every attempt."),
-    attemptLog: z.array(attemptSchema).describe("Every attempt, oldest first."),
+    payload: eventBodySchema.describe(
+      "The body POSTed on every attempt, as JSON (the bytes sent are its compact form).",
+    ),
+    attempts: z.array(attemptSchema).describe("Every attempt of every run, oldest first."),
   })
-  .meta({ id: "WebhookDispatchDetail" });
+  .meta({
+    id: "WebhookDispatchDetail",
+    examples: [{ ...DISPATCH_EXAMPLE, payload: EVENT_BODY_EXAMPLE, attempts: [ATTEMPT_EXAMPLE] }],
+  });
 
 export const recoverySchema = z
-  .object({
-    id: z.string(),
-    object: z.literal("webhook_recovery"),
+  .strictObject({
+    id: z.string().describe("`whr_…`"),
+    object: z.literal("webhook-recovery"),
     webhook: z.string(),
     status: z.enum(RECOVERY_STATUSES),
     since: timestamp,
@@ -71,24 +130,55 @@ export const recoverySchema = z
     started: timestamp.nullable(),
     completed: timestamp.nullable(),
   })
-  .meta({ id: "WebhookRecovery" });
+  .meta({
+    id: "WebhookRecovery",
+    examples: [
+      {
+        id: "whr_6e5d4c3b2a1f4e0d9c8b7a6f5e4d3c2b",
+        object: "webhook-recovery",
+        webhook: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
+        status: "running",
+        since: "2026-11-30T09:30:00.000Z",
+        until: "2026-12-01T09:30:00.000Z",
+        total: 1200,
+        requeued: 400,
+        delivered: 380,
+        failed: 2,
+        created: "2026-12-01T09:30:00.000Z",
+        started: "2026-12-01T09:30:00.050Z",
+        completed: null,
+      },
+    ],
+  });
 
 export function presentDispatch(row: WebhookDispatch): z.output<typeof dispatchSchema> {
   const open = row.status === "pending" || row.status === "error";
   return {
     id: row.id,
-    object: "webhook_dispatch",
+    object: "webhook-dispatch",
     webhook: row.webhookId,
     event: { id: row.eventId, type: row.eventType },
     status: row.status,
     run: row.run,
-    attempts: row.attemptCount,
+    attemptCount: row.attemptCount,
     lastStatusCode: row.lastStatusCode,
     lastError: row.lastError,
-    nextAttempt: open ? row.nextAttemptAt.toISOString() : null,
-    created: row.createdAt.toISOString(),
-    updated: row.updatedAt.toISOString(),
+    nextAttempt: open ? iso(row.nextAttemptAt) : null,
+    created: iso(row.createdAt),
+    updated: iso(row.updatedAt),
     completed: isoOrNull(row.completedAt),
+  };
+}
+
+/** A dispatch with its body (parsed: nested JSON is JSON) and every attempt. */
+export function presentDispatchDetail(
+  row: WebhookDispatch,
+  attempts: readonly WebhookAttempt[],
+): z.output<typeof dispatchDetailSchema> {
+  return {
+    ...presentDispatch(row),
+    payload: JSON.parse(row.payload) as z.output<typeof eventBodySchema>,
+    attempts: attempts.map(presentAttempt),
   };
 }
 
@@ -96,7 +186,7 @@ export function presentAttempt(row: WebhookAttempt): z.output<typeof attemptSche
   return {
     run: row.run,
     attempt: row.attempt,
-    started: row.startedAt.toISOString(),
+    started: iso(row.startedAt),
     durationMs: row.durationMs,
     outcome: row.outcome,
     statusCode: row.statusCode,
@@ -114,16 +204,16 @@ export function presentRecovery(
 ): z.output<typeof recoverySchema> {
   return {
     id: row.id,
-    object: "webhook_recovery",
+    object: "webhook-recovery",
     webhook: row.webhookId,
     status: row.status,
-    since: row.since.toISOString(),
-    until: row.until.toISOString(),
+    since: iso(row.since),
+    until: iso(row.until),
     total: row.total,
     requeued: row.requeued,
     delivered: outcome.delivered,
     failed: outcome.failed,
-    created: row.createdAt.toISOString(),
+    created: iso(row.createdAt),
     started: isoOrNull(row.startedAt),
     completed: isoOrNull(row.completedAt),
   };

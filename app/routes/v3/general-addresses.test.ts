@@ -43,7 +43,7 @@ describe("general addresses", () => {
     const address = await createAddress(api.alice);
     const response = await api.call(api.alice, "DELETE", `/v3/general-addresses/${address.id}`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ id: address.id, deleted: true });
+    expect(await response.json()).toEqual({ id: address.id, object: "general.address", deleted: true });
     expect(api.events().at(-1)).toEqual({ type: "general.address.purged", id: address.id });
     expect((await api.call(api.alice, "GET", `/v3/general-addresses/${address.id}`)).status).toBe(404);
   });

@@ -1,69 +1,146 @@
 import { eq } from "drizzle-orm";
-import { Hono } from "hono";
 import { z } from "zod";
-import { handler, jsonBody, ok, type ApiContext } from "../../../lib/api/handler.ts";
-import type { HooklaneEnv } from "../../../lib/api/hono-env.ts";
+import { ok, type ApiContext } from "../../../lib/api/handler.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
-import { generalAddress } from "../../../lib/db/schema.ts";
+import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { generalAddress, type GeneralAddress } from "../../../lib/db/schema.ts";
+import { changesSomething, deleted, deletedSchema, idParams } from "./resource-fields.ts";
 
-const address = z.object({
+const EXAMPLE = {
+  id: "addr_9d8c7b6a5f4e4d3c2b1a0f9e8d7c6b5a",
+  object: "general.address",
+  line1: "1 Gran Vía",
+  city: "Madrid",
+  country: "ES",
+  created: "2026-12-01T09:30:00.000Z",
+} as const;
+
+export const generalAddressSchema = z
+  .strictObject({
+    id: z.string().describe("`addr_…`"),
+    object: z.literal("general.address"),
+    line1: z.string(),
+    city: z.string(),
+    country: z.string().describe("ISO 3166-1 alpha-2, upper case."),
+    created: timestamp,
+  })
+  .meta({ id: "GeneralAddress", examples: [EXAMPLE] });
+
+export function presentGeneralAddress(row: GeneralAddress): z.output<typeof generalAddressSchema> {
+  return {
+    id: row.id,
+    object: "general.address",
+    line1: row.line1,
+    city: row.city,
+    country: row.country,
+    created: iso(row.createdAt),
+  };
+}
+
+const fields = {
   line1: z.string().trim().min(1).max(200),
   city: z.string().trim().min(1).max(100),
   country: z
     .string()
     .regex(/^[A-Za-z]{2}$/, "must be a 2-letter ISO 3166-1 code")
     .transform((code) => code.toUpperCase()),
-});
+};
 
-const updateAddress = address
+const createAddress = z
+  .strictObject(fields)
+  .meta({ examples: [{ line1: "1 Gran Vía", city: "Madrid", country: "ES" }] });
+
+const updateAddress = z
+  .strictObject(fields)
   .partial()
-  .refine((body) => Object.keys(body).length > 0, "must change at least one field");
+  .refine(...changesSomething)
+  .meta({ examples: [{ city: "Sevilla" }] });
+
+const addressParams = idParams("The address's id (`addr_…`).");
 
 /** General addresses belong to no account: any authenticated caller may manage them. */
-export function generalAddressRoutes(): Hono<HooklaneEnv> {
-  const app = new Hono<HooklaneEnv>();
+export function addGeneralAddressRoutes(router: OperationRouter): void {
+  const tag = "General addresses";
   const requested = (c: ApiContext) => eq(generalAddress.id, c.req.param("id") ?? "");
 
-  app.post(
-    "/v3/general-addresses",
-    handler(async (c) => {
-      const input = address.parse(await jsonBody(c));
-      const [row] = await c.var.database.db.insert(generalAddress).values(input).returning();
-      return ok(c, row, 201);
-    }),
+  router.add(
+    {
+      method: "post",
+      path: "/v3/general-addresses",
+      operationId: "createGeneralAddress",
+      summary: "Create a general address",
+      description: "Emits `general.address.created` (heard by global webhooks only: no account owns it).",
+      tag,
+      body: createAddress,
+      responses: { 201: { description: "The new address.", schema: generalAddressSchema } },
+    },
+    async (c, { body }) => {
+      const [row] = await c.var.database.db.insert(generalAddress).values(body).returning();
+      return ok(c, presentGeneralAddress(row!), 201);
+    },
   );
 
-  app.patch(
-    "/v3/general-addresses/:id",
-    handler(async (c) => {
-      const input = updateAddress.parse(await jsonBody(c));
-      const [row] = await c.var.database.db.update(generalAddress).set(input).where(requested(c)).returning();
+  router.add(
+    {
+      method: "patch",
+      path: "/v3/general-addresses/:id",
+      operationId: "updateGeneralAddress",
+      summary: "Update a general address",
+      description: "Emits `general.address.updated`.",
+      tag,
+      params: addressParams,
+      body: updateAddress,
+      responses: { 200: { description: "The updated address.", schema: generalAddressSchema } },
+    },
+    async (c, { body }) => {
+      const [row] = await c.var.database.db.update(generalAddress).set(body).where(requested(c)).returning();
       if (!row) throw notFound("general address");
-      return ok(c, row);
-    }),
+      return ok(c, presentGeneralAddress(row));
+    },
   );
 
-  app.delete(
-    "/v3/general-addresses/:id",
-    handler(async (c) => {
+  router.add(
+    {
+      method: "delete",
+      path: "/v3/general-addresses/:id",
+      operationId: "deleteGeneralAddress",
+      summary: "Delete a general address",
+      description: "Emits `general.address.purged`.",
+      tag,
+      params: addressParams,
+      responses: {
+        200: {
+          description: "Deleted.",
+          schema: deletedSchema("general.address", "DeletedGeneralAddress", EXAMPLE.id),
+        },
+      },
+    },
+    async (c) => {
       const [row] = await c.var.database.db
         .delete(generalAddress)
         .where(requested(c))
         .returning({ id: generalAddress.id });
       if (!row) throw notFound("general address");
-      return ok(c, { id: row.id, deleted: true });
-    }),
+      return ok(c, deleted("general.address", row.id));
+    },
   );
 
   // Subscribers get identifiers only and read the resource back here.
-  app.get(
-    "/v3/general-addresses/:id",
-    handler(async (c) => {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/general-addresses/:id",
+      operationId: "getGeneralAddress",
+      summary: "Get a general address",
+      tag,
+      params: addressParams,
+      responses: { 200: { description: "The address.", schema: generalAddressSchema } },
+    },
+    async (c) => {
       const [row] = await c.var.database.db.select().from(generalAddress).where(requested(c));
       if (!row) throw notFound("general address");
-      return c.json(row);
-    }),
+      return c.json(presentGeneralAddress(row));
+    },
   );
-
-  return app;
 }

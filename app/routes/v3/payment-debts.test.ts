@@ -92,7 +92,7 @@ describe("DELETE /v3/payment-debts/:id", () => {
     const debt = await createDebt(api.alice);
     const response = await api.call(api.alice, "DELETE", `/v3/payment-debts/${debt.id}`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ id: debt.id, deleted: true });
+    expect(await response.json()).toEqual({ id: debt.id, object: "payment-debt", deleted: true });
     expect(api.events().at(-1)).toEqual({ type: "payment-debt.purged", id: debt.id });
     expect((await api.call(api.alice, "GET", `/v3/payment-debts/${debt.id}`)).status).toBe(404);
   });

@@ -7,7 +7,8 @@ import type { Hooklane } from "../../../lib/hooklane.ts";
 import { catalogueByRoute } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
 import type { RouteMessage } from "../../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { ApiEventPublisher, ApiTransaction } from "../../../lib/webhook/outbound/webhook-out-route.publisher.ts";
-import { resourceRoutes } from "./index.ts";
+import { operationRouter } from "../../../lib/api/operation.ts";
+import { addResourceRoutes } from "./index.ts";
 
 /** A published transaction as the publisher will read it: the catalogue event and the resource id. */
 export interface PublishedEvent {
@@ -60,7 +61,9 @@ export async function resourceTestApi(): Promise<ResourceTestApi> {
     c.set("principal", JSON.parse(c.req.header("x-test-principal") ?? "null") as Principal);
     await next();
   });
-  app.route("/", resourceRoutes());
+  const router = operationRouter();
+  addResourceRoutes(router);
+  app.route("/", router.app);
 
   const principalOf: ResourceTestApi["principalOf"] = async (name, options = {}) => {
     const [row] = await database.db.insert(account).values({ name }).returning();

@@ -40,12 +40,19 @@ describe("POST /v3/subscriptions/:id/history", () => {
 });
 
 describe("GET /v3/subscriptions/:id/history", () => {
-  it("lists the entries oldest first", async () => {
+  it("lists the entries newest first, in cursor pages", async () => {
     await api.call(api.alice, "POST", `/v3/subscriptions/${alicesSubscription}/history`, { change: "downgraded" });
     const response = await api.call(api.alice, "GET", `/v3/subscriptions/${alicesSubscription}/history`);
     expect(response.status).toBe(200);
     const { data } = await response.json();
-    expect(data.map((entry: { change: string }) => entry.change)).toEqual(["upgraded", "downgraded"]);
+    expect(data.map((entry: { change: string }) => entry.change)).toEqual(["downgraded", "upgraded"]);
+    const first = await (
+      await api.call(api.alice, "GET", `/v3/subscriptions/${alicesSubscription}/history?limit=1`)
+    ).json();
+    expect(first.data.map((entry: { change: string }) => entry.change)).toEqual(["downgraded"]);
+    const path = `/v3/subscriptions/${alicesSubscription}/history?limit=1&cursor=${first.nextCursor}`;
+    const second = await (await api.call(api.alice, "GET", path)).json();
+    expect(second).toMatchObject({ object: "list", data: [{ change: "upgraded" }], nextCursor: null });
   });
 });
 

@@ -1,42 +1,92 @@
-import { asc, eq } from "drizzle-orm";
-import { Hono } from "hono";
+import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { handler, jsonBody, ok } from "../../../lib/api/handler.ts";
-import type { HooklaneEnv } from "../../../lib/api/hono-env.ts";
-import { subscriptionHistory } from "../../../lib/db/schema.ts";
-import { requestedSubscription } from "./subscriptions.ts";
+import { ok } from "../../../lib/api/handler.ts";
+import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { subscriptionHistory, type SubscriptionHistory } from "../../../lib/db/schema.ts";
+import { requestedSubscription, subscriptionParams } from "./subscriptions.ts";
 
-const createHistoryEntry = z.object({ change: z.string().trim().min(1).max(1000) });
+export const historyEntrySchema = z
+  .strictObject({
+    id: z.string().describe("`sh_…`"),
+    object: z.literal("subscription.history"),
+    subscription: z.string().describe("The subscription it belongs to (`sub_…`)."),
+    change: z.string(),
+    created: timestamp,
+  })
+  .meta({
+    id: "SubscriptionHistoryEntry",
+    examples: [
+      {
+        id: "sh_5a9b3c7d1e2f4a6b8c0d1e2f3a4b5c6d",
+        object: "subscription.history",
+        subscription: "sub_7c2d9e4f1a3b4c5d6e7f8a9b0c1d2e3f",
+        change: "upgraded from basic to pro",
+        created: "2026-12-01T09:30:00.000Z",
+      },
+    ],
+  });
+
+export function presentHistoryEntry(row: SubscriptionHistory): z.output<typeof historyEntrySchema> {
+  return {
+    id: row.id,
+    object: "subscription.history",
+    subscription: row.subscription,
+    change: row.change,
+    created: iso(row.createdAt),
+  };
+}
+
+const createHistoryEntry = z
+  .strictObject({ change: z.string().trim().min(1).max(1000) })
+  .meta({ examples: [{ change: "upgraded from basic to pro" }] });
 
 /** A subscription's history: entries belong to whoever may see the subscription. */
-export function subscriptionHistoryRoutes(): Hono<HooklaneEnv> {
-  const app = new Hono<HooklaneEnv>();
+export function addSubscriptionHistoryRoutes(router: OperationRouter): void {
+  const tag = "Subscriptions";
 
-  app.post(
-    "/v3/subscriptions/:id/history",
-    handler(async (c) => {
-      const input = createHistoryEntry.parse(await jsonBody(c));
+  router.add(
+    {
+      method: "post",
+      path: "/v3/subscriptions/:id/history",
+      operationId: "createSubscriptionHistoryEntry",
+      summary: "Record a change in a subscription's history",
+      description: "Emits `subscription.history.created`.",
+      tag,
+      params: subscriptionParams,
+      body: createHistoryEntry,
+      responses: { 201: { description: "The new entry.", schema: historyEntrySchema } },
+    },
+    async (c, { body }) => {
       const parent = await requestedSubscription(c);
       const [row] = await c.var.database.db
         .insert(subscriptionHistory)
-        .values({ subscription: parent.id, change: input.change })
+        .values({ subscription: parent.id, change: body.change })
         .returning();
-      return ok(c, row, 201);
-    }),
+      return ok(c, presentHistoryEntry(row!), 201);
+    },
   );
 
-  app.get(
-    "/v3/subscriptions/:id/history",
-    handler(async (c) => {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/subscriptions/:id/history",
+      operationId: "listSubscriptionHistory",
+      summary: "List a subscription's history",
+      description: "Newest first.",
+      tag,
+      params: subscriptionParams,
+      query: z.strictObject(pageQuery),
+      responses: { 200: { description: "A page of history entries.", schema: listOf(historyEntrySchema) } },
+    },
+    async (c, { query }) => {
       const parent = await requestedSubscription(c);
-      const data = await c.var.database.db
-        .select()
-        .from(subscriptionHistory)
-        .where(eq(subscriptionHistory.subscription, parent.id))
-        .orderBy(asc(subscriptionHistory.createdAt), asc(subscriptionHistory.id));
-      return c.json({ data });
-    }),
+      const rows = await readNewestFirst(c.var.database.db, subscriptionHistory, {
+        scope: eq(subscriptionHistory.subscription, parent.id),
+        ...query,
+      });
+      return c.json(listPage(rows, query.limit, presentHistoryEntry));
+    },
   );
-
-  return app;
 }

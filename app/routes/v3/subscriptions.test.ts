@@ -71,7 +71,7 @@ describe("DELETE /v3/subscriptions/:id", () => {
     await api.call(api.alice, "POST", `/v3/subscriptions/${created.id}/history`, { change: "upgraded" });
     const response = await api.call(api.alice, "DELETE", `/v3/subscriptions/${created.id}`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ id: created.id, deleted: true });
+    expect(await response.json()).toEqual({ id: created.id, object: "subscription", deleted: true });
     expect(api.events().at(-1)).toEqual({ type: "subscription.purged", id: created.id });
     expect(await historyOf(created.id)).toEqual([]);
     expect((await api.call(api.alice, "GET", `/v3/subscriptions/${created.id}`)).status).toBe(404);

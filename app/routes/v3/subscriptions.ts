@@ -1,55 +1,125 @@
 import { eq } from "drizzle-orm";
-import { Hono } from "hono";
 import { z } from "zod";
-import { handler, jsonBody, ok, type ApiContext } from "../../../lib/api/handler.ts";
-import type { HooklaneEnv } from "../../../lib/api/hono-env.ts";
+import { ok, type ApiContext } from "../../../lib/api/handler.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
+import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { subscription, subscriptionHistory, type Subscription } from "../../../lib/db/schema.ts";
+import { changesSomething, deleted, deletedSchema, idParams } from "./resource-fields.ts";
 import { owningAccount, requestedRow } from "./tenancy.ts";
+
+const SUBSCRIPTION_STATUSES = ["active", "paused", "canceled"] as const;
+
+const EXAMPLE = {
+  id: "sub_7c2d9e4f1a3b4c5d6e7f8a9b0c1d2e3f",
+  object: "subscription",
+  account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+  plan: "pro",
+  status: "active",
+  created: "2026-12-01T09:30:00.000Z",
+} as const;
+
+export const subscriptionSchema = z
+  .strictObject({
+    id: z.string().describe("`sub_…`"),
+    object: z.literal("subscription"),
+    account: z.string().describe("The owning account (`acc_…`)."),
+    plan: z.string(),
+    status: z.enum(SUBSCRIPTION_STATUSES),
+    created: timestamp,
+  })
+  .meta({ id: "Subscription", examples: [EXAMPLE] });
+
+export function presentSubscription(row: Subscription): z.output<typeof subscriptionSchema> {
+  return {
+    id: row.id,
+    object: "subscription",
+    account: row.account,
+    plan: row.plan,
+    status: row.status as (typeof SUBSCRIPTION_STATUSES)[number],
+    created: iso(row.createdAt),
+  };
+}
 
 const plan = z.string().trim().min(1).max(100);
 
-const createSubscription = z.object({ plan, account: z.string().min(1).optional() });
+const createSubscription = z
+  .strictObject({
+    plan,
+    account: z.string().min(1).max(100).optional().describe("Admins only: the owning account; others get their own."),
+  })
+  .meta({ examples: [{ plan: "pro" }] });
 
 const updateSubscription = z
-  .object({ plan, status: z.enum(["active", "paused", "canceled"]) })
+  .strictObject({ plan, status: z.enum(SUBSCRIPTION_STATUSES) })
   .partial()
-  .refine((body) => Object.keys(body).length > 0, "must change at least one field");
+  .refine(...changesSomething)
+  .meta({ examples: [{ status: "paused" }] });
+
+export const subscriptionParams = idParams("The subscription's id (`sub_…`).");
 
 /** Subscriptions: rows of one account; an admin sees and creates them for any account. */
-export function subscriptionRoutes(): Hono<HooklaneEnv> {
-  const app = new Hono<HooklaneEnv>();
+export function addSubscriptionRoutes(router: OperationRouter): void {
+  const tag = "Subscriptions";
 
-  app.post(
-    "/v3/subscriptions",
-    handler(async (c) => {
-      const input = createSubscription.parse(await jsonBody(c));
-      const owner = await owningAccount(c, input.account);
+  router.add(
+    {
+      method: "post",
+      path: "/v3/subscriptions",
+      operationId: "createSubscription",
+      summary: "Create a subscription",
+      description: "Emits `subscription.created`.",
+      tag,
+      body: createSubscription,
+      responses: { 201: { description: "The new subscription.", schema: subscriptionSchema } },
+    },
+    async (c, { body }) => {
+      const owner = await owningAccount(c, body.account);
       const [row] = await c.var.database.db
         .insert(subscription)
-        .values({ ...input, account: owner })
+        .values({ ...body, account: owner })
         .returning();
-      return ok(c, row, 201);
-    }),
+      return ok(c, presentSubscription(row!), 201);
+    },
   );
 
-  app.patch(
-    "/v3/subscriptions/:id",
-    handler(async (c) => {
-      const input = updateSubscription.parse(await jsonBody(c));
+  router.add(
+    {
+      method: "patch",
+      path: "/v3/subscriptions/:id",
+      operationId: "updateSubscription",
+      summary: "Update a subscription",
+      description: "Emits `subscription.updated`.",
+      tag,
+      params: subscriptionParams,
+      body: updateSubscription,
+      responses: { 200: { description: "The updated subscription.", schema: subscriptionSchema } },
+    },
+    async (c, { body }) => {
       const [row] = await c.var.database.db
         .update(subscription)
-        .set(input)
+        .set(body)
         .where(requestedRow(c, subscription.id, subscription.account))
         .returning();
       if (!row) throw notFound("subscription");
-      return ok(c, row);
-    }),
+      return ok(c, presentSubscription(row));
+    },
   );
 
-  app.delete(
-    "/v3/subscriptions/:id",
-    handler(async (c) => {
+  router.add(
+    {
+      method: "delete",
+      path: "/v3/subscriptions/:id",
+      operationId: "deleteSubscription",
+      summary: "Delete a subscription and its history",
+      description: "Emits `subscription.purged`.",
+      tag,
+      params: subscriptionParams,
+      responses: {
+        200: { description: "Deleted.", schema: deletedSchema("subscription", "DeletedSubscription", EXAMPLE.id) },
+      },
+    },
+    async (c) => {
       const id = await c.var.database.db.transaction(async (tx) => {
         const [row] = await tx
           .select({ id: subscription.id })
@@ -62,16 +132,22 @@ export function subscriptionRoutes(): Hono<HooklaneEnv> {
         await tx.delete(subscription).where(eq(subscription.id, row.id));
         return row.id;
       });
-      return ok(c, { id, deleted: true });
-    }),
+      return ok(c, deleted("subscription", id));
+    },
   );
 
-  app.get(
-    "/v3/subscriptions/:id",
-    handler(async (c) => c.json(await requestedSubscription(c))),
+  router.add(
+    {
+      method: "get",
+      path: "/v3/subscriptions/:id",
+      operationId: "getSubscription",
+      summary: "Get a subscription",
+      tag,
+      params: subscriptionParams,
+      responses: { 200: { description: "The subscription.", schema: subscriptionSchema } },
+    },
+    async (c) => c.json(presentSubscription(await requestedSubscription(c))),
   );
-
-  return app;
 }
 
 /** The subscription named by `:id` if the caller may see it; throws a 404 otherwise. */

@@ -1,3 +1,4 @@
+import { afterCommit } from "../../../lib/api/handler.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { webhook } from "../../../lib/db/schema.ts";
@@ -22,10 +23,11 @@ export function addWebhookCreate(router: OperationRouter): void {
         403: { description: "Only admins create global webhooks." },
         422: { description: "Invalid input, an unsafe URL, or a token whose account does not exist (`account`)." },
       },
+      answerHoldsSecret: true,
     },
     async (c, { body }) => {
-      const { config, database, secrets, subscriptions } = c.var.hooklane;
-      const { principal } = c.var;
+      const { config, secrets, subscriptions } = c.var.hooklane;
+      const { database, principal } = c.var;
       if (body.scope === "global" && !principal.admin) {
         throw new ApiError(403, "Forbidden", "Only admins can create global webhooks.");
       }
@@ -45,7 +47,7 @@ export function addWebhookCreate(router: OperationRouter): void {
           createdBy: principal.sub,
         })
         .returning();
-      subscriptions.invalidate();
+      afterCommit(c, () => subscriptions.invalidate());
       // The secret is shown here, once; afterwards only its sealed form exists.
       return c.json({ ...presentWebhook(row!), secret }, 201);
     },

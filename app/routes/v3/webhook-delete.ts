@@ -1,7 +1,9 @@
+import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
+import { deleted, deletedSchema } from "./resource-fields.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
 
 /** `DELETE /v3/webhooks/:id`: the webhook goes, with its delivery log and undelivered events. */
@@ -15,17 +17,22 @@ export function addWebhookDelete(router: OperationRouter): void {
       description: "Removes the webhook, its delivery log and any event not yet delivered. Pause it to keep them.",
       tag: "Webhooks",
       params: webhookIdParams,
-      responses: { 204: { description: "Deleted." } },
+      responses: {
+        200: {
+          description: "Deleted.",
+          schema: deletedSchema("webhook", "DeletedWebhook", "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b"),
+        },
+      },
     },
     async (c, { params }) => {
-      const { database, subscriptions } = c.var.hooklane;
-      const deleted = await database.db
+      const { subscriptions } = c.var.hooklane;
+      const [row] = await c.var.database.db
         .delete(webhook)
         .where(webhookInScope(c.var.principal, params.id))
         .returning({ id: webhook.id });
-      if (deleted.length === 0) throw notFound("webhook");
-      subscriptions.invalidate();
-      return c.body(null, 204);
+      if (!row) throw notFound("webhook");
+      afterCommit(c, () => subscriptions.invalidate());
+      return c.json(deleted("webhook", row.id));
     },
   );
 }

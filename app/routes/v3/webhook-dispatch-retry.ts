@@ -1,4 +1,5 @@
 import { eq } from "drizzle-orm";
+import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, notFound } from "../../../lib/api/problem.ts";
 import { webhookDispatch } from "../../../lib/db/schema.ts";
@@ -28,7 +29,8 @@ export function addWebhookDispatchRetry(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { database, transport } = c.var.hooklane;
+      const { transport } = c.var.hooklane;
+      const { database } = c.var;
       const [found] = await database.db
         .select({ id: webhookDispatch.id })
         .from(webhookDispatch)
@@ -39,7 +41,7 @@ export function addWebhookDispatchRetry(router: OperationRouter): void {
       }
       const [row] = await database.db.select().from(webhookDispatch).where(eq(webhookDispatch.id, found.id));
       if (!row) throw notFound("dispatch");
-      await transport.sendDeliver([row.id]);
+      afterCommit(c, () => transport.sendDeliver([row.id]));
       return c.json(presentDispatch(row), 202);
     },
   );

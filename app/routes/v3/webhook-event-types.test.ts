@@ -21,19 +21,35 @@ describe("GET /v3/webhook-event-types", () => {
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
       object: "list",
-      data: CATALOGUE.filter((entry) => !entry.deprecated).map((entry) => ({
-        object: "webhook-event-type",
-        type: entry.internal,
-        description: entry.description,
-        resource: entry.resource,
-        ownerKind: entry.owner.kind,
-        example: entry.example,
-        since: entry.since,
-        deprecated: false,
-      })),
+      data: CATALOGUE.filter((entry) => !entry.deprecated)
+        .sort((a, b) => (a.internal < b.internal ? -1 : 1))
+        .map((entry) => ({
+          id: entry.internal,
+          object: "webhook-event-type",
+          description: entry.description,
+          resource: entry.resource,
+          ownerKind: entry.owner.kind,
+          example: entry.example,
+          since: entry.since,
+          deprecated: false,
+          created: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+          updated: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        })),
       nextCursor: null,
     });
     expect(JSON.stringify(response.body)).not.toMatch(/"route"|"table"|"column"/);
+  });
+
+  it("pages by name with limit and cursor", async () => {
+    const all = (await harness.call("GET", "/v3/webhook-event-types")).body.data.map((type: any) => type.id);
+    const first = await harness.call("GET", "/v3/webhook-event-types?limit=5");
+    expect(first.body.data.map((type: any) => type.id)).toEqual(all.slice(0, 5));
+    const second = await harness.call("GET", `/v3/webhook-event-types?limit=100&cursor=${first.body.nextCursor}`);
+    expect(second.body).toMatchObject({ nextCursor: null });
+    expect(second.body.data.map((type: any) => type.id)).toEqual(all.slice(5));
+    const unknown = await harness.call("GET", "/v3/webhook-event-types?cursor=payment-debt.exploded");
+    expect(unknown.status).toBe(422);
+    expect(unknown.body.errors).toEqual([{ field: "cursor", message: "unknown cursor" }]);
   });
 
   it("needs a bearer token like every /v3 route", async () => {
@@ -66,7 +82,7 @@ describe("subscribing to event types", () => {
       CATALOGUE.filter((entry) => entry.internal !== "general.address.purged"),
     );
     expect(outcome).toBe("applied");
-    const listed = (await harness.call("GET", "/v3/webhook-event-types")).body.data.map((type: any) => type.type);
+    const listed = (await harness.call("GET", "/v3/webhook-event-types")).body.data.map((type: any) => type.id);
     expect(listed).not.toContain("general.address.purged");
     expect(listed).toHaveLength(CATALOGUE.length - 1);
     const response = await subscribe(["general.address.purged"]);

@@ -1,36 +1,61 @@
-import { asc, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { z } from "zod";
+import { listOf, listPage, pageQuery, unknownCursor } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { webhookEventType, type WebhookEventType } from "../../../lib/db/schema.ts";
-import { listOf } from "./webhook-schemas.ts";
+import { eventBodySchema } from "./dispatch-schemas.ts";
+
+export const eventTypeSchema = z
+  .strictObject({
+    id: z.string().describe("The type's name, e.g. `payment-debt.created`: what a webhook's `events` lists."),
+    object: z.literal("webhook-event-type"),
+    description: z.string(),
+    resource: z.string().describe("The `data.object` of its events, and the `object` of the resource read back."),
+    ownerKind: z
+      .enum(["self", "direct", "via", "none"])
+      .describe("How its account is found; `none`: no account owns it, so only global webhooks hear it."),
+    example: eventBodySchema.describe("A body as subscribers receive it."),
+    since: z.iso.date().describe("The catalogue date it was introduced."),
+    deprecated: z.boolean(),
+    created: timestamp.describe("When it was first synced into this environment."),
+    updated: timestamp,
+  })
+  .meta({
+    id: "WebhookEventType",
+    examples: [
+      {
+        id: "payment-debt.created",
+        object: "webhook-event-type",
+        description: "A payment debt was opened for an account.",
+        resource: "payment-debt",
+        ownerKind: "direct",
+        example: (eventBodySchema.meta()!.examples as unknown[])[0],
+        since: "2026-12-01",
+        deprecated: false,
+        created: "2026-12-01T09:30:00.000Z",
+        updated: "2026-12-01T09:30:00.000Z",
+      },
+    ],
+  });
 
 /** An event type as subscribers see it: never the route or the tables behind it. */
-export function presentEventType(row: WebhookEventType) {
+export function presentEventType(row: WebhookEventType): z.output<typeof eventTypeSchema> {
   return {
-    object: "webhook-event-type" as const,
-    type: row.internal,
+    id: row.internal,
+    object: "webhook-event-type",
     description: row.description,
     resource: row.resource,
-    /** `none`: no account owns it, so only global webhooks hear it. */
     ownerKind: row.ownerKind,
-    example: row.example,
+    example: row.example as z.output<typeof eventBodySchema>,
     since: row.since,
     deprecated: row.deprecated,
+    created: iso(row.createdAt),
+    updated: iso(row.updatedAt),
   };
 }
 
-const eventTypeSchema = z.object({
-  object: z.literal("webhook-event-type"),
-  type: z.string().describe("e.g. payment-debt.created"),
-  description: z.string(),
-  resource: z.string(),
-  ownerKind: z.enum(["self", "direct", "via", "none"]),
-  example: z.unknown().describe("A thin body as subscribers receive it."),
-  since: z.string(),
-  deprecated: z.boolean(),
-});
-
-/** `GET /v3/webhook-event-types`: the synced catalogue, without deprecated types, sorted by type. */
+/** `GET /v3/webhook-event-types`: the synced catalogue, without deprecated types, by name. */
 export function addWebhookEventTypes(router: OperationRouter): void {
   router.add(
     {
@@ -38,17 +63,39 @@ export function addWebhookEventTypes(router: OperationRouter): void {
       path: "/v3/webhook-event-types",
       operationId: "listWebhookEventTypes",
       summary: "List event types",
-      description: "The events a webhook can subscribe to in this environment (the synced catalogue).",
+      description:
+        "The events a webhook can subscribe to in this environment (the synced catalogue), sorted by name rather than newest first: the one list whose order is alphabetical.",
       tag: "Event types",
-      responses: { 200: { description: "Every event type you can subscribe to.", schema: listOf(eventTypeSchema) } },
+      query: z.strictObject(pageQuery),
+      responses: {
+        200: { description: "A page of the event types you can subscribe to.", schema: listOf(eventTypeSchema) },
+      },
     },
-    async (c) => {
-      const rows = await c.var.database.db
+    async (c, { query }) => {
+      const { db } = c.var.database;
+      const current = eq(webhookEventType.deprecated, false);
+      if (query.cursor) {
+        const [found] = await db
+          .select({ id: webhookEventType.internal })
+          .from(webhookEventType)
+          .where(and(current, eq(webhookEventType.internal, query.cursor)));
+        if (!found) throw unknownCursor();
+      }
+      // Byte order ("C"), so pages are the same whatever the database's collation.
+      const name = sql`${webhookEventType.internal} collate "C"`;
+      const rows = await db
         .select()
         .from(webhookEventType)
-        .where(eq(webhookEventType.deprecated, false))
-        .orderBy(asc(webhookEventType.internal));
-      return c.json({ object: "list", data: rows.map(presentEventType), nextCursor: null });
+        .where(and(current, query.cursor ? sql`${name} > ${query.cursor}` : undefined))
+        .orderBy(name)
+        .limit(query.limit + 1);
+      return c.json(
+        listPage(
+          rows.map((row) => ({ ...row, id: row.internal })),
+          query.limit,
+          presentEventType,
+        ),
+      );
     },
   );
 }

@@ -1,20 +1,9 @@
-import { and, desc } from "drizzle-orm";
 import { z } from "zod";
+import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import type { Principal } from "../../../lib/auth/jwt.ts";
-import type { Db } from "../../../lib/db/client.ts";
 import { webhook } from "../../../lib/db/schema.ts";
-import { afterCursor } from "../../../lib/db/sql/keyset-cursor.ts";
-import { findWebhook, webhookInScope, webhookScope } from "../../../lib/webhook/webhook-scope.ts";
-import {
-  listOf,
-  listPage,
-  pageQuery,
-  unknownCursor,
-  presentWebhook,
-  webhookIdParams,
-  webhookSchema,
-} from "./webhook-schemas.ts";
+import { findWebhook, webhookScope } from "../../../lib/webhook/webhook-scope.ts";
+import { presentWebhook, webhookIdParams, webhookSchema } from "./webhook-schemas.ts";
 
 /** `GET /v3/webhooks` (newest first, cursor pages) and `GET /v3/webhooks/:id`. */
 export function addWebhookRead(router: OperationRouter): void {
@@ -26,19 +15,14 @@ export function addWebhookRead(router: OperationRouter): void {
       summary: "List webhooks",
       description: "The caller's account's webhooks, and the global ones for an admin; newest first.",
       tag: "Webhooks",
-      query: z.object(pageQuery),
+      query: z.strictObject(pageQuery),
       responses: { 200: { description: "A page of webhooks.", schema: listOf(webhookSchema) } },
     },
     async (c, { query }) => {
-      const { db } = c.var.hooklane.database;
-      const { principal } = c.var;
-      if (query.cursor) await findCursor(db, principal, query.cursor);
-      const rows = await db
-        .select()
-        .from(webhook)
-        .where(and(webhookScope(principal), query.cursor ? afterCursor(webhook, webhook, query.cursor) : undefined))
-        .orderBy(desc(webhook.createdAt), desc(webhook.id))
-        .limit(query.limit + 1);
+      const rows = await readNewestFirst(c.var.database.db, webhook, {
+        scope: webhookScope(c.var.principal),
+        ...query,
+      });
       return c.json(listPage(rows, query.limit, presentWebhook));
     },
   );
@@ -55,9 +39,4 @@ export function addWebhookRead(router: OperationRouter): void {
     },
     async (c, { params }) => c.json(presentWebhook(await findWebhook(c.var.database, c.var.principal, params.id))),
   );
-}
-
-async function findCursor(db: Db, principal: Principal, cursor: string): Promise<void> {
-  const [row] = await db.select({ id: webhook.id }).from(webhook).where(webhookInScope(principal, cursor));
-  if (!row) throw unknownCursor();
 }

@@ -2,25 +2,29 @@ import { and, eq } from "drizzle-orm";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
+import { timestampInput } from "../../../lib/api/timestamps.ts";
+import { whenFieldsValid } from "../../../lib/api/validation-errors.ts";
 import { webhookRecovery } from "../../../lib/db/schema.ts";
 import { recoveryOutcome } from "../../../lib/db/sql/recovery-jobs.ts";
 import { wakeSweepers } from "../../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { presentRecovery, recoverySchema } from "./dispatch-schemas.ts";
-import { timestamp, webhookIdParams } from "./webhook-schemas.ts";
+import { webhookIdParams } from "./webhook-schemas.ts";
 
 const recoverBody = z
-  .object({
-    since: timestamp.describe("Recover dispatches of events created at or after this time."),
-    until: timestamp.optional().describe("…and before this time; default now."),
+  .strictObject({
+    since: timestampInput.describe("Recover dispatches of events created at or after this time."),
+    until: timestampInput.optional().describe("…and before this time; default now."),
   })
   .refine((body) => (body.until ? Date.parse(body.until) : Date.now()) > Date.parse(body.since), {
     path: ["until"],
     message: "must be later than since (until defaults to now)",
-  });
+    when: whenFieldsValid,
+  })
+  .meta({ examples: [{ since: "2026-11-30T09:30:00Z" }] });
 
 const recoveryParams = webhookIdParams.extend({
-  recoveryId: z.string().max(100).describe("The recovery's id (`whr_…`)."),
+  recoveryId: z.string().min(1).max(100).describe("The recovery's id (`whr_…`)."),
 });
 
 /**
@@ -43,7 +47,7 @@ export function addWebhookRecovery(router: OperationRouter): void {
       responses: { 202: { description: "The job, accepted.", schema: recoverySchema } },
     },
     async (c, { params, body }) => {
-      const { database } = c.var.hooklane;
+      const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
       const [row] = await database.db
         .insert(webhookRecovery)
@@ -70,7 +74,7 @@ export function addWebhookRecovery(router: OperationRouter): void {
       responses: { 200: { description: "The job and its counters.", schema: recoverySchema } },
     },
     async (c, { params }) => {
-      const { database } = c.var.hooklane;
+      const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
       const [row] = await database.db
         .select()

@@ -26,9 +26,11 @@ export function addWebhookRotateSecret(router: OperationRouter): void {
       tag: "Webhooks",
       params: webhookIdParams,
       responses: { 200: { description: "The webhook with its new secret.", schema: webhookWithSecretSchema } },
+      answerHoldsSecret: true,
     },
     async (c, { params }) => {
-      const { database, secrets } = c.var.hooklane;
+      const { secrets } = c.var.hooklane;
+      const { database } = c.var;
       const secret = generateWebhookSecret();
       const sealed = await secrets.seal(secret);
       const [row] = await database.db

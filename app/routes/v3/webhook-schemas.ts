@@ -1,20 +1,31 @@
 import { z } from "zod";
 import { ApiError } from "../../../lib/api/problem.ts";
+import { iso, isoOrNull, timestamp } from "../../../lib/api/timestamps.ts";
 import { CallbackUrlError, validateCallbackUrl } from "../../../lib/webhook/outbound/webhook-callback-url.ts";
 import { SIGNATURE_SCHEMES, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
+import { changesSomething, idParams } from "./resource-fields.ts";
 
-/** Timestamps travel as ISO-8601 UTC strings. */
-export const timestamp = z.iso.datetime({ offset: true });
+export const webhookIdParams = idParams("The webhook's id (`wh_…`).");
 
-export const webhookIdParams = z.object({ id: z.string().max(100).describe("The webhook's id (`wh_…`).") });
-
-export const pageQuery = {
-  limit: z.coerce.number().int().min(1).max(100).default(50).describe("Page size."),
-  cursor: z.string().max(100).optional().describe("`nextCursor` of the previous page."),
-};
+const EXAMPLE = {
+  id: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
+  object: "webhook",
+  url: "https://example.com/hooks",
+  events: ["payment-debt.created"],
+  status: "active",
+  scheme: "hooklane-v1",
+  description: "Billing sync",
+  scope: "account",
+  account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+  disabledReason: null,
+  statusChanged: "2026-12-01T09:30:00.000Z",
+  previousSecretExpires: null,
+  created: "2026-12-01T09:30:00.000Z",
+  updated: "2026-12-01T09:30:00.000Z",
+} as const;
 
 export const webhookSchema = z
-  .object({
+  .strictObject({
     id: z.string(),
     object: z.literal("webhook"),
     url: z.string(),
@@ -30,29 +41,34 @@ export const webhookSchema = z
     created: timestamp,
     updated: timestamp,
   })
-  .meta({ id: "Webhook" });
+  .meta({ id: "Webhook", examples: [EXAMPLE] });
 
 export const webhookWithSecretSchema = webhookSchema
   .extend({ secret: z.string().describe("`whsec_…`: shown this once; only its encrypted form is kept.") })
-  .meta({ id: "WebhookWithSecret" });
+  .meta({
+    id: "WebhookWithSecret",
+    examples: [{ ...EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7Z4lJVKq6n8=" }],
+  });
 
 const url = z.string().min(1).max(2_048).describe("https: (plain http: only for allowlisted hosts).");
-const events = z.array(z.string().min(1)).min(1).max(200).describe('Event types, or `["*"]` for all.');
+const events = z.array(z.string().min(1).max(200)).min(1).max(200).describe('Event types, or `["*"]` for all.');
 const description = z.string().max(500);
 
-export const createWebhookBody = z.object({
-  url,
-  events,
-  description: description.default(""),
-  scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
-  scope: z
-    .enum(["account", "global"])
-    .default("account")
-    .describe("`global` hears every account's events; admins only."),
-});
+export const createWebhookBody = z
+  .strictObject({
+    url,
+    events,
+    description: description.default(""),
+    scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
+    scope: z
+      .enum(["account", "global"])
+      .default("account")
+      .describe("`global` hears every account's events; admins only."),
+  })
+  .meta({ examples: [{ url: "https://example.com/hooks", events: ["payment-debt.created"] }] });
 
 export const updateWebhookBody = z
-  .object({
+  .strictObject({
     url,
     events,
     description,
@@ -62,36 +78,8 @@ export const updateWebhookBody = z
       .describe("Pause to hold deliveries (events are kept); `active` resumes or re-enables a disabled webhook."),
   })
   .partial()
-  .refine((body) => Object.keys(body).length > 0, "must change at least one field");
-
-/**
- * One page of a newest-first list, from `limit + 1` rows read: the extra row
- * only tells that another page follows, whose cursor is this page's last id.
- */
-export function listPage<Row extends { id: string }, Item>(rows: Row[], limit: number, present: (row: Row) => Item) {
-  const page = rows.slice(0, limit);
-  return {
-    object: "list" as const,
-    data: page.map(present),
-    nextCursor: rows.length > limit ? page.at(-1)!.id : null,
-  };
-}
-
-/** A `cursor` that names no row the caller may page from. */
-export const unknownCursor = () =>
-  new ApiError(422, "Unprocessable Content", "cursor: unknown cursor", {
-    errors: [{ field: "cursor", message: "unknown cursor" }],
-  });
-
-export const listOf = <T extends z.ZodType>(item: T) =>
-  z.object({
-    object: z.literal("list"),
-    data: z.array(item),
-    nextCursor: z.string().nullable().describe("Pass as `cursor` for the next page; null on the last."),
-  });
-
-/** A nullable timestamp as the API writes it. */
-export const isoOrNull = (date: Date | null) => (date ? date.toISOString() : null);
+  .refine(...changesSomething)
+  .meta({ examples: [{ status: "paused" }] });
 
 /** The public shape of a webhook: never its secret. */
 export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
@@ -106,13 +94,13 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     scope: row.account === null ? "global" : "account",
     account: row.account,
     disabledReason: row.disabledReason,
-    statusChanged: row.statusChangedAt.toISOString(),
+    statusChanged: iso(row.statusChangedAt),
     previousSecretExpires:
       row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date()
         ? isoOrNull(row.previousSecretExpiresAt)
         : null,
-    created: row.createdAt.toISOString(),
-    updated: row.updatedAt.toISOString(),
+    created: iso(row.createdAt),
+    updated: iso(row.updatedAt),
   };
 }
 

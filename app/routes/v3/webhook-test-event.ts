@@ -1,3 +1,4 @@
+import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { webhookDispatch } from "../../../lib/db/schema.ts";
 import { buildEventBody, newEventId } from "../../../lib/webhook/outbound/webhook-event-body.ts";
@@ -25,7 +26,8 @@ export function addWebhookTestEvent(router: OperationRouter): void {
       responses: { 202: { description: "Queued; follow it in the delivery log.", schema: dispatchSchema } },
     },
     async (c, { params }) => {
-      const { config, database, transport } = c.var.hooklane;
+      const { config, transport } = c.var.hooklane;
+      const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
       const eventId = newEventId();
       const [row] = await database.db
@@ -46,7 +48,7 @@ export function addWebhookTestEvent(router: OperationRouter): void {
           }),
         })
         .returning();
-      await transport.sendDeliver([row!.id]);
+      afterCommit(c, () => transport.sendDeliver([row!.id]));
       return c.json(presentDispatch(row!), 202);
     },
   );

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
@@ -30,8 +31,8 @@ export function addWebhookUpdate(router: OperationRouter): void {
       responses: { 200: { description: "The updated webhook.", schema: webhookSchema } },
     },
     async (c, { params, body }) => {
-      const { config, database, subscriptions, transport } = c.var.hooklane;
-      const { principal } = c.var;
+      const { config, subscriptions, transport } = c.var.hooklane;
+      const { database, principal } = c.var;
       const before = await findWebhook(database, principal, params.id);
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
       const events = body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events);
@@ -49,9 +50,9 @@ export function addWebhookUpdate(router: OperationRouter): void {
         .where(webhookInScope(principal, params.id))
         .returning();
       if (!row) throw notFound("webhook");
-      if (events !== undefined) subscriptions.invalidate();
+      if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
       // Its kept events are due: deliver them now rather than at the lane's next idle check.
-      if (statusChanges && row.status === "active") await transport.sendDeliver([]);
+      if (statusChanges && row.status === "active") afterCommit(c, () => transport.sendDeliver([]));
       return c.json(presentWebhook(row));
     },
   );

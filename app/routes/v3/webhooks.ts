@@ -1,4 +1,4 @@
-import { operationRouter, type OperationRouter } from "../../../lib/api/operation.ts";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -22,12 +22,10 @@ export const isControlPlanePath = under(CONTROL_PLANE_PREFIXES);
 
 /**
  * The webhooks control plane: webhooks, their delivery log, retry and
- * recovery, and the event types they can subscribe to. Every query is scoped to the caller (`webhookScope`), and every
- * route is a described operation, so `/openapi.json` lists them all.
- * Expects `requireAuth` to have run.
+ * recovery, and the event types they can subscribe to. Every query is scoped
+ * to the caller (`webhookScope`). Expects `requireAuth` to have run.
  */
-export function webhookRoutes(): OperationRouter {
-  const router = operationRouter();
+export function addWebhookRoutes(router: OperationRouter): void {
   for (const add of [
     addWebhookCreate,
     addWebhookRead,
@@ -42,5 +40,4 @@ export function webhookRoutes(): OperationRouter {
   ]) {
     add(router);
   }
-  return router;
 }

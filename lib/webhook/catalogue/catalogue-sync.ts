@@ -3,8 +3,8 @@ import type { Database, Db } from "../../db/client.ts";
 import { webhook, webhookEventType, type WebhookEventType, type WebhookStatus } from "../../db/schema.ts";
 import type { CatalogueEntry } from "./catalogue-entry.ts";
 
-/** The columns the sync owns: every column but `updated_at`. */
-export type EventTypeFields = Omit<WebhookEventType, "updatedAt">;
+/** The columns the sync owns: every column but its timestamps. */
+export type EventTypeFields = Omit<WebhookEventType, "createdAt" | "updatedAt">;
 
 /** A webhook that names an event type explicitly (a `*` webhook names none). */
 export interface SubscribedWebhook {
@@ -118,7 +118,7 @@ async function plan(db: Db, entries: readonly CatalogueEntry[]): Promise<Catalog
   const wanted = new Map(entries.map((entry) => [entry.internal, eventTypeRow(entry)]));
   // A type that left the catalogue stays, deprecated: old deliveries and subscriptions still name it.
   for (const [internal, row] of stored) {
-    if (!wanted.has(internal)) wanted.set(internal, { ...withoutUpdatedAt(row), deprecated: true });
+    if (!wanted.has(internal)) wanted.set(internal, { ...withoutTimestamps(row), deprecated: true });
   }
 
   const result: CatalogueSyncPlan = { added: [], changed: [], deprecated: [], unchanged: [] };
@@ -156,7 +156,7 @@ async function plan(db: Db, entries: readonly CatalogueEntry[]): Promise<Catalog
   return result;
 }
 
-function withoutUpdatedAt(row: WebhookEventType): EventTypeFields {
-  const { updatedAt: _updatedAt, ...fields } = row;
+function withoutTimestamps(row: WebhookEventType): EventTypeFields {
+  const { createdAt: _createdAt, updatedAt: _updatedAt, ...fields } = row;
   return fields;
 }

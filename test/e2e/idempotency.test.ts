@@ -1,0 +1,4 @@
+import { pgliteFactory } from "../support/harness.ts";
+import { describeIdempotency } from "../support/idempotency-contract.ts";
+
+describeIdempotency("the embedded database (PGlite)", pgliteFactory);
