@@ -70,7 +70,7 @@ describe("what the logs never carry", () => {
       sql.raw("alter table webhook add constraint logs_test_no_rotation check (previous_secret_sealed is null)"),
     );
     lines.length = 0;
-    const failed = await call("POST", `/v3/webhooks/${created.id}/rotate-secret?probe=query-secret-value`);
+    const failed = await call("POST", `/v3/webhooks/${created.id}/rotate-secret`);
     expect(failed.status).toBe(500);
     const { requestId } = (await failed.json()) as { requestId: string };
     await call("GET", "/v3/webhooks?limit=5&cursor=query-secret-value");
