@@ -79,9 +79,11 @@ export function openApiDocument(
     for (const [status, response] of Object.entries(spec.responses)) {
       const content = response.schema
         ? { "application/json": { schema: convert(response.schema, "output") } }
-        : Number(status) >= 400
-          ? { "application/problem+json": { schema: problem } }
-          : undefined;
+        : response.mediaType
+          ? { [response.mediaType]: { schema: { type: "string" } } }
+          : Number(status) >= 400
+            ? { "application/problem+json": { schema: problem } }
+            : undefined;
       responses[status] = { description: response.description, ...(content ? { content } : {}) };
     }
     paths[path] ??= {};
@@ -92,7 +94,12 @@ export function openApiDocument(
       tags: [spec.tag],
       parameters: [...parameters(spec.params, "path"), ...parameters(spec.query, "query")],
       ...(spec.body
-        ? { requestBody: { required: true, content: { "application/json": { schema: convert(spec.body, "input") } } } }
+        ? {
+            requestBody: {
+              required: !spec.bodyOptional,
+              content: { "application/json": { schema: convert(spec.body, "input") } },
+            },
+          }
         : {}),
       responses,
     };

@@ -5,10 +5,14 @@ import type { HooklaneEnv } from "./hono-env.ts";
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
-/** One documented answer. Without a schema, a 4xx answers with the problem document, a 2xx with no body. */
+/**
+ * One documented answer. Without a schema, a 4xx answers with the problem
+ * document, a 2xx with no body, or with a stream of `mediaType` when given.
+ */
 export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
+  mediaType?: "text/event-stream";
 }
 
 type Schema = z.ZodType | undefined;
@@ -30,6 +34,8 @@ export interface OperationSpec<P extends Schema = Schema, Q extends Schema = Sch
   params?: P;
   query?: Q;
   body?: B;
+  /** The body may be left out: an empty one is read as `{}`. */
+  bodyOptional?: boolean;
   /**
    * Answers besides the ones every operation has (401; 404 with a path
    * parameter; 422 with any input).
@@ -73,7 +79,8 @@ export function operationRouter(): OperationRouter {
         handler(async (c) => {
           const params = spec.params?.parse(c.req.param());
           const query = spec.query?.parse(c.req.query());
-          const body = spec.body?.parse(await jsonBody(c));
+          const empty = spec.bodyOptional && (await c.req.text()).trim() === "";
+          const body = spec.body?.parse(empty ? {} : await jsonBody(c));
           return fn(c, { params, query, body } as OperationInput<
             typeof spec.params,
             typeof spec.query,

@@ -79,6 +79,9 @@ export const envVariables = z.object({
     .optional(),
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
+  WEBHOOK_LISTEN_TTL: parsedText("60s", parseDuration).pipe(
+    z.number().min(1_000, "must be at least 1s").max(3_600_000, "must be at most 1h"),
+  ),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
@@ -132,6 +135,7 @@ const schema = envVariables.transform((env, ctx) => {
     smtpUrl: env.SMTP_URL,
     smtpFrom: env.SMTP_FROM,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
+    listenTtlMs: env.WEBHOOK_LISTEN_TTL,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info"),

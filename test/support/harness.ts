@@ -18,6 +18,12 @@ export interface Harness {
     path: string,
     options?: { body?: unknown; account?: string; admin?: boolean },
   ): Promise<{ status: number; body: any }>;
+  /** The same call, answering with the Response itself (streams). */
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; account?: string; admin?: boolean },
+  ): Promise<Response>;
   /** Waits for every publish the API started. */
   settled(): Promise<void>;
   /** The emulated Vercel Queue service, with the vercel driver. */
@@ -89,18 +95,22 @@ export async function startHarness(
     }
   }
   const tokens = new Map<string, string>();
+  const request: Harness["request"] = async (method, path, { body, account = "acc_test", admin = false } = {}) => {
+    const key = `${account}:${admin}`;
+    if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
+    return app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  };
 
   return {
     hooklane,
     lane,
-    async call(method, path, { body, account = "acc_test", admin = false } = {}) {
-      const key = `${account}:${admin}`;
-      if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
-      const response = await app.request(path, {
-        method,
-        headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+    request,
+    async call(method, path, options) {
+      const response = await request(method, path, options);
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined };
     },

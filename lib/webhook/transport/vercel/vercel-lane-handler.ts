@@ -81,7 +81,7 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     const [dispatch] = claim.dispatches;
     if (!dispatch) return settleUnclaimed(dispatchId, claim.waitMs);
     const result = await attemptClaimed({ database, deliver: deps.deliver, logger, mailer: deps.mailer }, dispatch);
-    await recordResults({ database, deliver: deps.deliver, logger, mailer: deps.mailer }, workerId, [result]);
+    await recordResults({ database, logger, mailer: deps.mailer }, workerId, [result]);
     if (result.status === "error" && result.retryInMs !== null) {
       // Sent after the record, so the message cannot arrive before the row is due.
       const sent = await transport.sendDeliverMessage(dispatch.id, dispatch.attempt + 1, result.retryInMs);
