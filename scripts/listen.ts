@@ -65,6 +65,7 @@ async function listen(): Promise<void> {
         signal: stopping.signal,
       });
       if (response.status === 404) return void (ending ??= end(1, "the session is over (expired or deleted)"));
+      if (response.status === 401) return void (ending ??= end(1, "the API refused the token (expired?)"));
       if (!response.ok || !response.body) throw new Error(`the stream answered ${response.status}`);
       const events = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
       for await (const message of events) {
@@ -79,10 +80,11 @@ async function listen(): Promise<void> {
           connected = true;
         } else if (message.event === "end") return void (ending ??= end(1, "the session is over"));
       }
-      if (!stopping.signal.aborted) console.error("! the API closed the stream; reconnecting");
+      if (!stopping.signal.aborted && failures === 0) console.error("! the API closed the stream; reconnecting");
     } catch (error) {
       if (stopping.signal.aborted) return;
-      console.error(`! stream lost (${(error as Error).message}); reconnecting`);
+      // Once per outage: the first failure says it, the retries that follow are silent.
+      if (failures === 0) console.error(`! stream lost (${(error as Error).message}); reconnecting`);
     }
     if (stopping.signal.aborted) return;
     await new Promise((resolve) => setTimeout(resolve, backoffMs(RECONNECT, failures++)));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
 import { listenDeliverySchema, type ListenDelivery } from "../../lib/webhook/listen/listen-messages.ts";
 import { sweepOnce } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
+import { LATE_TEST_EVENT_SECONDS } from "../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { verifyWebhook } from "../../lib/webhook/verify/webhook-verify.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { readListenStream, type ListenStreamReader } from "../support/listen-stream.ts";
@@ -139,6 +140,30 @@ describe("listen sessions, served in process", () => {
     const twice = [report(delivery, 200), report(delivery, 500)];
     expect((await session.results(twice)).body).toEqual({ recorded: [delivery.dispatch], stale: [delivery.dispatch] });
     expect((await session.results([report(delivery, 200)])).body.stale).toEqual([delivery.dispatch]);
+  });
+
+  it("carries test modes as the lane sends them", async () => {
+    const session = await startSession();
+    const send = async (mode: string) => {
+      expect((await harness.call("POST", `/v3/webhooks/${session.id}/test`, { ...CAROL, body: { mode } })).status).toBe(
+        202,
+      );
+      return session.next();
+    };
+    const duplicate = await send("duplicate");
+    expect(duplicate.requests).toHaveLength(2);
+    expect(duplicate.requests[1]).toEqual(duplicate.requests[0]);
+    expect(duplicate.signature.mode).toBe("duplicate");
+    const late = await send("late");
+    expect(late.signature).toMatchObject({ mode: "late" });
+    expect(Date.now() / 1_000 - late.signature.timestamp).toBeGreaterThan(LATE_TEST_EVENT_SECONDS - 5);
+    await expect(
+      verifyWebhook({ payload: late.payload, headers: late.requests[0]!, secret: session.secret }),
+    ).rejects.toMatchObject({ reason: "timestamp-outside-tolerance" });
+    const bad = await send("bad-signature");
+    await expect(
+      verifyWebhook({ payload: bad.payload, headers: bad.requests[0]!, secret: session.secret }),
+    ).rejects.toMatchObject({ reason: "no-matching-signature" });
   });
 
   it("keeps the lane away: a session's webhook cannot be activated or paused", async () => {

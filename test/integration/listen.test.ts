@@ -222,6 +222,7 @@ it("forwards to a local receiver through `npm run listen`, with the API in produ
   expect(new Set(keys).size).toBe(keys.length);
   expect(keys.length).toBe(attempts[0]!.n);
   expect(new Set(receiver.posts.map(eventIdOf))).toEqual(new Set(dispatches.map((row) => row.eventId)));
+  console.log(`${dispatches.length} events, ${keys.length} POSTs, ${attempts[0]!.n} attempts recorded`);
   const workers = await database.rows<{ id: string }>(sql`select id from webhook_worker`);
   expect(workers).toHaveLength(2);
   // One printed line per delivery.

@@ -31,26 +31,31 @@ export function addListenSessionStream(router: OperationRouter): void {
       return streamSSE(c, async (stream) => {
         const closed = new AbortController();
         stream.onAbort(() => closed.abort());
-        await stream.writeSSE({ event: "ready", data: JSON.stringify(presentListenSession(session)) });
-        const ended = await serveListenStream(
-          {
-            database,
-            logger: c.var.log,
-            mailer,
-            signing: { brand: config.brand, secrets },
-            retry: { retrySchedule: config.retrySchedule },
-            ttlMs: config.listenTtlMs,
-            maxInFlight: config.caps.perWebhook,
-            onDeleted: () => subscriptions.invalidate(),
-          },
-          session.id,
-          {
-            delivery: (delivery) => stream.writeSSE({ event: "delivery", data: JSON.stringify(delivery) }),
-            ping: () => stream.writeSSE({ event: "ping", data: "" }),
-          },
-          closed.signal,
-        );
-        if (ended === "over") await stream.writeSSE({ event: "end", data: "the session is over" });
+        try {
+          await stream.writeSSE({ event: "ready", data: JSON.stringify(presentListenSession(session)) });
+          const ended = await serveListenStream(
+            {
+              database,
+              logger: c.var.log,
+              mailer,
+              signing: { brand: config.brand, secrets },
+              retry: { retrySchedule: config.retrySchedule },
+              ttlMs: config.listenTtlMs,
+              maxInFlight: config.caps.perWebhook,
+              onDeleted: () => subscriptions.invalidate(),
+            },
+            session.id,
+            {
+              delivery: (delivery) => stream.writeSSE({ event: "delivery", data: JSON.stringify(delivery) }),
+              ping: () => stream.writeSSE({ event: "ping", data: "" }),
+            },
+            closed.signal,
+          );
+          if (ended === "over") await stream.writeSSE({ event: "end", data: "the session is over" });
+        } catch (error) {
+          // The stream closes and the CLI reconnects; nothing of the error goes to it.
+          if (!database.outage.report(error)) c.var.log.error({ err: error }, "listen stream failed");
+        }
       });
     },
   );
