@@ -5,6 +5,7 @@ import { listenDeliverySchema, type ListenDelivery } from "../../lib/webhook/lis
 import { sweepOnce } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { verifyWebhook } from "../../lib/webhook/verify/webhook-verify.ts";
+import { eventually } from "../support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { readListenStream, type ListenStreamReader } from "../support/listen-stream.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
@@ -164,6 +165,22 @@ describe("listen sessions, served in process", () => {
     await expect(
       verifyWebhook({ payload: bad.payload, headers: bad.requests[0]!, secret: session.secret }),
     ).rejects.toMatchObject({ reason: "no-matching-signature" });
+  });
+
+  it("records an attempt it cannot sign as an internal failure, looked at again a minute later", async () => {
+    const session = await startSession();
+    await harness.hooklane.database.db
+      .update(webhook)
+      .set({ secretSealed: "not-a-sealed-secret" })
+      .where(eq(webhook.id, session.id));
+    const queued = await harness.call("POST", `/v3/webhooks/${session.id}/test`, CAROL);
+    const detail = await eventually(
+      () => harness.call("GET", `/v3/webhook-dispatches/${queued.body.id}`, CAROL),
+      (answer) => answer.body.attemptLog.length === 1,
+    );
+    const [attempt] = detail.body.attemptLog;
+    expect(attempt).toMatchObject({ outcome: "retry", errorClass: "internal", statusCode: null });
+    expect(Date.parse(attempt.nextAttempt) - Date.parse(attempt.started)).toBeGreaterThanOrEqual(59_000);
   });
 
   it("keeps the lane away: a session's webhook cannot be activated or paused", async () => {

@@ -79,11 +79,7 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
     claim.rows.filter((d) => d.eventType === TEST_EVENT_TYPE).map((d) => d.id),
   );
   return {
-    dispatches: claim.rows.map((d) => ({
-      ...d,
-      previousSecretExpiresAt: d.previousSecretExpiresAt ? new Date(d.previousSecretExpiresAt) : null,
-      testMode: modes.get(d.id) ?? null,
-    })),
+    dispatches: claim.rows.map((d) => claimedDispatch({ ...d, testMode: modes.get(d.id) ?? null })),
     cursor: claim.cursor,
     waitMs: claim.waitMs === null ? null : Math.max(0, Math.ceil(claim.waitMs)),
   };
@@ -103,10 +99,16 @@ async function testModes(database: Database, ids: string[]): Promise<Map<string,
   return new Map(rows.map((row) => [row.id, row.test_mode!]));
 }
 
+/** A leased row as a claim statement returns it, in JSON: its dates as text. */
+export type ClaimedRow = Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null };
+
+export const claimedDispatch = (row: ClaimedRow): ClaimedDispatch => ({
+  ...row,
+  previousSecretExpiresAt: row.previousSecretExpiresAt ? new Date(row.previousSecretExpiresAt) : null,
+});
+
 interface RawClaim {
-  rows: Array<
-    Omit<ClaimedDispatch, "previousSecretExpiresAt" | "testMode"> & { previousSecretExpiresAt: string | null }
-  >;
+  rows: Array<Omit<ClaimedRow, "testMode">>;
   cursor: string;
   waitMs: number | null;
 }

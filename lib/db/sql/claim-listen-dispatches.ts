@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
-import type { ClaimedDispatch } from "./claim-dispatches.ts";
+import { claimedDispatch, type ClaimedDispatch, type ClaimedRow } from "./claim-dispatches.ts";
 
 export interface ListenClaim {
   /** False once the session is deleted or expired: its stream should end. */
@@ -24,7 +24,7 @@ export async function claimListenDispatches(
   const { webhookId } = options;
   const [row] = await database.rows<{
     listening: boolean;
-    rows: RawRow[] | string;
+    rows: ClaimedRow[] | string;
     wait_ms: number | string | null;
   }>(sql`
     with session as (
@@ -63,15 +63,10 @@ export async function claimListenDispatches(
       (select extract(epoch from min(d.next_attempt_at) - now()) * 1000 from webhook_dispatch d
         where d.webhook_id = ${webhookId} and d.status in ('pending', 'error') and d.next_attempt_at > now()) as wait_ms
   `);
-  const rows: RawRow[] = typeof row!.rows === "string" ? JSON.parse(row!.rows) : row!.rows;
+  const rows: ClaimedRow[] = typeof row!.rows === "string" ? JSON.parse(row!.rows) : row!.rows;
   return {
     listening: row!.listening,
-    dispatches: rows.map((d) => ({
-      ...d,
-      previousSecretExpiresAt: d.previousSecretExpiresAt ? new Date(d.previousSecretExpiresAt) : null,
-    })),
+    dispatches: rows.map(claimedDispatch),
     waitMs: row!.wait_ms === null ? null : Math.max(0, Math.ceil(Number(row!.wait_ms))),
   };
 }
-
-type RawRow = Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null };
