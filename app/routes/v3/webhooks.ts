@@ -26,8 +26,9 @@ export const isControlPlanePath = under(CONTROL_PLANE_PREFIXES);
 
 /**
  * The webhooks control plane: webhooks, their delivery log, retry and
- * recovery, listen sessions, and the event types they can subscribe to. Every query is scoped to the caller (`webhookScope`), and every
- * route is a described operation, so `/openapi.json` lists them all.
+ * recovery, listen sessions, and the event types they can subscribe to.
+ * Every query is scoped to the caller (`webhookScope`), and every route is a
+ * described operation, so `/openapi.json` lists them all.
  * Expects `requireAuth` to have run.
  */
 export function webhookRoutes(): OperationRouter {
