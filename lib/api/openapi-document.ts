@@ -38,9 +38,9 @@ const idempotencyKeyParameter = {
  * A request body with its schema and example; zod writes no `examples` into
  * an input schema that transforms, so the example goes beside it.
  */
-function requestBody(body: z.ZodType, schema: JsonSchema) {
+function requestBody(body: z.ZodType, schema: JsonSchema, required: boolean) {
   const example = (body.meta()?.examples as unknown[] | undefined)?.[0];
-  return { required: true, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } };
+  return { required, content: { "application/json": { schema, ...(example === undefined ? {} : { example }) } } };
 }
 
 /** The standard answers every operation may give, by the shape of its input. */
@@ -113,9 +113,11 @@ export function openApiDocument(
     for (const [status, response] of Object.entries(spec.responses)) {
       const content = response.schema
         ? { "application/json": { schema: convert(response.schema, "output") } }
-        : Number(status) >= 400
-          ? { "application/problem+json": { schema: problem } }
-          : undefined;
+        : response.mediaType
+          ? { [response.mediaType]: { schema: { type: "string" } } }
+          : Number(status) >= 400
+            ? { "application/problem+json": { schema: problem } }
+            : undefined;
       responses[status] = { description: response.description, ...(content ? { content } : {}) };
     }
     paths[path] ??= {};
@@ -129,7 +131,7 @@ export function openApiDocument(
         ...parameters(spec.query, "query"),
         ...(spec.method === "get" ? [] : [idempotencyKeyParameter]),
       ],
-      ...(spec.body ? { requestBody: requestBody(spec.body, convert(spec.body, "input")) } : {}),
+      ...(spec.body ? { requestBody: requestBody(spec.body, convert(spec.body, "input"), !spec.bodyOptional) } : {}),
       responses,
     };
   }

@@ -7,10 +7,14 @@ import { humanMessage } from "./validation-errors.ts";
 
 export type HttpMethod = "get" | "post" | "patch" | "delete";
 
-/** One documented answer. Without a schema, a 4xx answers with the problem document, a 2xx with no body. */
+/**
+ * One documented answer. Without a schema, a 4xx answers with the problem
+ * document, a 2xx with no body, or with a stream of `mediaType` when given.
+ */
 export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
+  mediaType?: "text/event-stream";
 }
 
 type Schema = z.ZodType | undefined;
@@ -32,6 +36,8 @@ export interface OperationSpec<P extends Schema = Schema, Q extends Schema = Sch
   params?: P;
   query?: Q;
   body?: B;
+  /** The body may be left out: an empty one is read as `{}`. */
+  bodyOptional?: boolean;
   /**
    * Answers besides the ones every operation has (401; 404 with a path
    * parameter; 422 with any input; 409 for a mutation, whose
@@ -87,7 +93,7 @@ function parsePart(schema: z.ZodType | undefined, input: unknown, multiline: boo
 
 /** The body to validate: parsed JSON, or `{}` for an empty body where none is expected. */
 async function bodyOf(c: ApiContext, spec: OperationSpec): Promise<unknown> {
-  if (!spec.body && (await c.req.text()).trim() === "") return {};
+  if ((!spec.body || spec.bodyOptional) && (await c.req.text()).trim() === "") return {};
   return jsonBody(c);
 }
 

@@ -88,6 +88,9 @@ export const envVariables = z.object({
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
   WEBHOOK_BREAKER_THRESHOLD: z.coerce.number().int().min(1).max(1_000).default(BREAKER.threshold),
   WEBHOOK_BREAKER_OPEN: parsedText(BREAKER.open, parseBackoff),
+  WEBHOOK_LISTEN_TTL: parsedText("60s", parseDuration).pipe(
+    z.number().min(1_000, "must be at least 1s").max(3_600_000, "must be at most 1h"),
+  ),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
@@ -191,6 +194,7 @@ const schema = envVariables.transform((env, ctx) => {
       openMaxMs: env.WEBHOOK_BREAKER_OPEN.maxMs,
       connectionClasses: BREAKER.connectionClasses,
     },
+    listenTtlMs: env.WEBHOOK_LISTEN_TTL,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (mode === "test" ? "silent" : "info"),

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import {
   bigserial,
   boolean,
+  check,
   doublePrecision,
   index,
   integer,
@@ -114,7 +115,11 @@ export const webhookEventType = pgTable("webhook_event_type", {
 });
 export type WebhookEventType = typeof webhookEventType.$inferSelect;
 
-export const WEBHOOK_STATUSES = ["active", "paused", "disabled"] as const;
+/**
+ * `listening`: the ephemeral webhook of a `listen` session, whose deliveries
+ * travel to the CLI over the stream it holds open; the lane never claims it.
+ */
+export const WEBHOOK_STATUSES = ["active", "paused", "disabled", "listening"] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 export const SIGNATURE_SCHEMES = ["hooklane-v1", "standard-webhooks"] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
@@ -162,16 +167,34 @@ export const webhook = pgTable(
     breakerOpenUntil: timestamp("breaker_open_until", { withTimezone: true, mode: "date" }),
     /** When `status` last changed; the auto-disable rule only judges a webhook active for its whole window. */
     statusChangedAt: timestamp("status_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    /** A listen session's webhook is deleted once this passes; its open stream keeps pushing it back. Null otherwise. */
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }),
     createdBy: text("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   },
-  (t) => [index("webhook_account_idx").on(t.account), index("webhook_events_idx").using("gin", t.events)],
+  (t) => [
+    index("webhook_account_idx").on(t.account),
+    index("webhook_events_idx").using("gin", t.events),
+    index("webhook_expires_idx")
+      .on(t.expiresAt)
+      .where(sql`${t.expiresAt} is not null`),
+  ],
 );
 export type Webhook = typeof webhook.$inferSelect;
 
 export const DISPATCH_STATUSES = ["pending", "success", "error", "exhausted"] as const;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
+
+/**
+ * How a test event is sent, to exercise a receiver's rejection and dedupe
+ * paths: `duplicate` POSTs it twice, `late` signs it with a timestamp beyond
+ * the 300 s tolerance, `bad-signature` with a secret that is not the webhook's.
+ */
+export const TEST_MODES = ["duplicate", "late", "bad-signature"] as const;
+/** The one event type a test mode may apply to (the check below says it in SQL). */
+export const TEST_EVENT_TYPE = "webhook.test";
+export type TestMode = (typeof TEST_MODES)[number];
 
 /**
  * The delivery ledger: one row per event x webhook. The row is the commitment;
@@ -209,11 +232,15 @@ export const webhookDispatch = pgTable(
     queuedUntil: timestamp("queued_until", { withTimezone: true, mode: "date" }),
     lastStatusCode: integer("last_status_code"),
     lastError: text("last_error"),
+    /** A `webhook.test` event's test mode; null: sent as every event is. */
+    testMode: text("test_mode").$type<TestMode>(),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [
+    // A test mode can never change how a real event is signed or sent.
+    check("webhook_dispatch_test_mode_check", sql`${t.testMode} is null or ${t.eventType} = 'webhook.test'`),
     uniqueIndex("webhook_dispatch_event_webhook_key").on(t.eventId, t.webhookId),
     index("webhook_dispatch_due_idx")
       .on(t.nextAttemptAt)
@@ -267,11 +294,17 @@ export const webhookAttempt = pgTable(
 );
 export type WebhookAttempt = typeof webhookAttempt.$inferSelect;
 
-/** What was signed, never with what: the timestamp, the scheme and how many signatures. */
+/**
+ * What was signed, never with what: the timestamp, the scheme and how many
+ * signatures; for a test event sent in a test mode, that mode (`duplicate`:
+ * POSTed twice; `late`: `timestamp` is beyond the tolerance; `bad-signature`:
+ * signed with a throwaway secret).
+ */
 export interface SignatureManifest {
   timestamp: number;
   scheme: SignatureScheme;
   signatures: number;
+  mode?: TestMode;
 }
 
 /**

@@ -19,6 +19,12 @@ export interface Harness {
     path: string,
     options?: { body?: unknown; account?: string; admin?: boolean; headers?: Record<string, string> },
   ): Promise<HarnessAnswer>;
+  /** The same call, answering with the Response itself (streams). */
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; account?: string; admin?: boolean; headers?: Record<string, string> },
+  ): Promise<Response>;
   /**
    * Creates account rows straight in the database, publishing nothing: an
    * account-scoped webhook needs its account to exist first.
@@ -104,18 +110,26 @@ export async function startHarness(
     }
   }
   const tokens = new Map<string, string>();
+  const request: Harness["request"] = async (
+    method,
+    path,
+    { body, account = "acc_test", admin = false, headers = {} } = {},
+  ) => {
+    const key = `${account}:${admin}`;
+    if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
+    return app.request(path, {
+      method,
+      headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json", ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  };
 
   return {
     hooklane,
     lane,
-    async call(method, path, { body, account = "acc_test", admin = false, headers = {} } = {}) {
-      const key = `${account}:${admin}`;
-      if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
-      const response = await app.request(path, {
-        method,
-        headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json", ...headers },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
+    request,
+    async call(method, path, options) {
+      const response = await request(method, path, options);
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined, text, headers: response.headers };
     },

@@ -14,6 +14,7 @@ interface Fixture {
   dispatchId: string;
   eventId: string;
   recoveryId: string;
+  sessionId: string;
   /** Where every webhook of the test points (loopback). */
   receiverUrl: string;
   /** Strings only A's data contains: none may appear in an answer to B. */
@@ -23,6 +24,8 @@ interface Fixture {
 interface Probe {
   /** `object`: names one of A's objects, so B gets 404. `collection`: B's own list or creation, without A's data. */
   kind: "object" | "collection";
+  /** Answers with an endless stream: only its status is read. */
+  stream?: true;
   request(f: Fixture): { path: string; body?: unknown };
 }
 
@@ -68,6 +71,23 @@ const PROBES: Record<string, Probe> = {
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recoveries/${f.recoveryId}` }),
   },
   "DELETE /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
+  "POST /v3/listen-sessions": {
+    kind: "collection",
+    request: (f) => ({ path: "/v3/listen-sessions", body: { forwardTo: `${f.receiverUrl}/listening` } }),
+  },
+  "GET /v3/listen-sessions/:id/stream": {
+    kind: "object",
+    stream: true,
+    request: (f) => ({ path: `/v3/listen-sessions/${f.sessionId}/stream` }),
+  },
+  "POST /v3/listen-sessions/:id/results": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/listen-sessions/${f.sessionId}/results`, body: { results: [] } }),
+  },
+  "DELETE /v3/listen-sessions/:id": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/listen-sessions/${f.sessionId}` }),
+  },
 };
 
 // Routes are registered up front; the services are only read per request.
@@ -86,7 +106,7 @@ const OTHERS = [
 ];
 describe("tenancy of the control plane", () => {
   it("has a probe for every control-plane route of the app, and none for a route it lacks", () => {
-    expect(controlPlaneRoutes.length).toBeGreaterThanOrEqual(12);
+    expect(controlPlaneRoutes.length).toBeGreaterThanOrEqual(16);
     expect(controlPlaneRoutes.filter((route) => !(route in PROBES))).toEqual([]);
     expect(Object.keys(PROBES).filter((route) => !controlPlaneRoutes.includes(route))).toEqual([]);
   });
@@ -95,6 +115,18 @@ describe("tenancy of the control plane", () => {
     let harness: Harness;
     let receiver: TestReceiver;
     let fixture: Fixture;
+
+    /** Calls `route` as its probe says; a stream's body is dropped once its status is known. */
+    async function callProbe(route: string, who: { account: string; admin?: boolean }) {
+      const probe = PROBES[route]!;
+      const method = route.split(" ")[0]!;
+      const { path, body } = probe.request(fixture);
+      const options = { ...who, ...(body === undefined ? {} : { body }) };
+      if (!probe.stream) return harness.call(method, path, options);
+      const response = await harness.request(method, path, options);
+      const text = response.status === 200 ? (await response.body?.cancel(), "") : await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : undefined };
+    }
 
     beforeAll(async () => {
       receiver = await startReceiver();
@@ -114,15 +146,21 @@ describe("tenancy of the control plane", () => {
         ...A,
         body: { since: "2020-01-01T00:00:00Z" },
       });
+      const session = await harness.call("POST", "/v3/listen-sessions", {
+        ...A,
+        body: { forwardTo: "http://localhost:4000/only-a-listens-here" },
+      });
       fixture = {
         webhookId: created.body.id,
         dispatchId: test.body.id,
         eventId: test.body.event.id,
         recoveryId: recovery.body.id,
+        sessionId: session.body.id,
         receiverUrl: receiver.url,
         secrets: [created.body.id, test.body.id, test.body.event.id, recovery.body.id, created.body.secret],
       };
-      fixture.secrets.push("only-a-knows-this-path", "a's private note");
+      fixture.secrets.push("only-a-knows-this-path", "a's private note", session.body.id, session.body.secret);
+      fixture.secrets.push("only-a-listens-here");
     }, HARNESS_START_MS);
     afterAll(async () => {
       await harness?.close();
@@ -132,9 +170,7 @@ describe("tenancy of the control plane", () => {
     it.each(OTHERS)("answers $name with 404 and nothing of A's on every object route", async (other) => {
       for (const route of controlPlaneRoutes) {
         const probe = PROBES[route]!;
-        const method = route.split(" ")[0]!;
-        const { path, body } = probe.request(fixture);
-        const response = await harness.call(method, path, { ...other, ...(body === undefined ? {} : { body }) });
+        const response = await callProbe(route, other);
         const text = JSON.stringify(response.body ?? "");
         if (probe.kind === "object") expect(response.status, route).toBe(404);
         else expect(response.status, `${route}: ${text}`).toBeLessThan(300);
@@ -155,9 +191,7 @@ describe("tenancy of the control plane", () => {
         (x, y) => Number(x.startsWith("DELETE")) - Number(y.startsWith("DELETE")),
       );
       for (const route of ordered) {
-        const method = route.split(" ")[0]!;
-        const { path, body } = PROBES[route]!.request(fixture);
-        const response = await harness.call(method, path, { ...A, ...(body === undefined ? {} : { body }) });
+        const response = await callProbe(route, A);
         expect(response.status, `${route}: ${JSON.stringify(response.body)}`).toBeLessThan(300);
       }
     });

@@ -5,6 +5,7 @@ import {
   DISPATCH_STATUSES,
   RECOVERY_STATUSES,
   SIGNATURE_SCHEMES,
+  TEST_MODES,
   type WebhookAttempt,
   type WebhookDispatch,
   type WebhookRecovery,
@@ -96,7 +97,12 @@ export const attemptSchema = z
     errorMessage: z.string().nullable(),
     responseExcerpt: z.string().nullable().describe("The first bytes of the subscriber's answer."),
     signature: z
-      .strictObject({ timestamp: z.number().int(), scheme: z.enum(SIGNATURE_SCHEMES), signatures: z.number().int() })
+      .strictObject({
+        timestamp: z.number().int(),
+        scheme: z.enum(SIGNATURE_SCHEMES),
+        signatures: z.number().int(),
+        mode: z.enum(TEST_MODES).optional().describe("A test event's test mode, when it was sent in one."),
+      })
       .describe("What was signed, never with what."),
     nextAttempt: timestamp.nullable(),
   })

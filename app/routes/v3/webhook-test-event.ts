@@ -1,17 +1,29 @@
 import { afterCommit } from "../../../lib/api/handler.ts";
+import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import { webhookDispatch } from "../../../lib/db/schema.ts";
+import { TEST_EVENT_TYPE, TEST_MODES, webhookDispatch } from "../../../lib/db/schema.ts";
 import { buildEventBody, newEventId } from "../../../lib/webhook/outbound/webhook-event-body.ts";
+import { LATE_TEST_EVENT_SECONDS } from "../../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { dispatchSchema, presentDispatch } from "./dispatch-schemas.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
 
-export const TEST_EVENT_TYPE = "webhook.test";
+// Strict: the event type is fixed, and asking for another one is refused, never ignored.
+const testEventBody = z.strictObject({
+  mode: z
+    .enum(["normal", ...TEST_MODES])
+    .default("normal")
+    .describe(
+      `\`normal\`; \`duplicate\`: the same event (id and body) POSTed twice; \`late\`: signed with a timestamp ${LATE_TEST_EVENT_SECONDS} s old, beyond the 300 s tolerance; \`bad-signature\`: signed with a secret that is not the webhook's. Test events only.`,
+    ),
+});
 
 /**
  * `POST /v3/webhooks/:id/test`: a `webhook.test` event for this webhook only,
  * through the normal lane: a dispatch row, signed, retried and logged like
  * any other. A paused or disabled webhook keeps it until it is active again.
+ * `mode` exercises the receiver's rejection and dedupe paths; it exists for
+ * this event type only (the database refuses it on any other).
  */
 export function addWebhookTestEvent(router: OperationRouter): void {
   router.add(
@@ -20,12 +32,15 @@ export function addWebhookTestEvent(router: OperationRouter): void {
       path: "/v3/webhooks/:id/test",
       operationId: "sendWebhookTestEvent",
       summary: "Send a test event",
-      description: "Queues a signed `webhook.test` event (`data.object: webhook`) to this webhook alone.",
+      description:
+        "Queues a signed `webhook.test` event (`data.object: webhook`) to this webhook alone, optionally sent in a test mode.",
       tag: "Webhooks",
       params: webhookIdParams,
+      body: testEventBody,
+      bodyOptional: true,
       responses: { 202: { description: "Queued; follow it in the delivery log.", schema: dispatchSchema } },
     },
-    async (c, { params }) => {
+    async (c, { params, body }) => {
       const { config, transport } = c.var.hooklane;
       const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
@@ -35,6 +50,7 @@ export function addWebhookTestEvent(router: OperationRouter): void {
         .values({
           eventId,
           eventType: TEST_EVENT_TYPE,
+          testMode: body.mode === "normal" ? null : body.mode,
           webhookId: hook.id,
           account: hook.account,
           payload: buildEventBody({

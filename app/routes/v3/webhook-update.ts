@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import { notFound } from "../../../lib/api/problem.ts";
+import { ApiError, notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
@@ -17,6 +17,7 @@ import {
  * `PATCH /v3/webhooks/:id`: url, events, description, scheme, and status
  * `active`/`paused`. Events that arrive while paused or disabled are kept;
  * making the webhook active again wakes the lane so the backlog goes out now.
+ * A listen session's webhook keeps its status: the lane must never send it.
  */
 export function addWebhookUpdate(router: OperationRouter): void {
   router.add(
@@ -28,12 +29,22 @@ export function addWebhookUpdate(router: OperationRouter): void {
       tag: "Webhooks",
       params: webhookIdParams,
       body: updateWebhookBody,
-      responses: { 200: { description: "The updated webhook.", schema: webhookSchema } },
+      responses: {
+        200: { description: "The updated webhook.", schema: webhookSchema },
+        409: { description: "A listen session's webhook cannot change its status." },
+      },
     },
     async (c, { params, body }) => {
       const { config, subscriptions, transport } = c.var.hooklane;
       const { database, principal } = c.var;
       const before = await findWebhook(database, principal, params.id);
+      if (before.status === "listening" && body.status !== undefined) {
+        throw new ApiError(
+          409,
+          "Conflict",
+          "A listen session's webhook cannot be activated or paused; end the session.",
+        );
+      }
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
       const events = body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events);
       const statusChanges = body.status !== undefined && body.status !== before.status;

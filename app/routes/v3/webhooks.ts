@@ -1,4 +1,8 @@
 import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { addListenSessionCreate } from "./listen-session-create.ts";
+import { addListenSessionDelete } from "./listen-session-delete.ts";
+import { addListenSessionResults } from "./listen-session-results.ts";
+import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -11,7 +15,7 @@ import { addWebhookTestEvent } from "./webhook-test-event.ts";
 import { addWebhookUpdate } from "./webhook-update.ts";
 
 /** Paths of the control plane's own objects: every route under them is scoped to the caller's account. */
-export const TENANT_SCOPED_PREFIXES = ["/v3/webhooks", "/v3/webhook-dispatches"] as const;
+export const TENANT_SCOPED_PREFIXES = ["/v3/webhooks", "/v3/webhook-dispatches", "/v3/listen-sessions"] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects and the shared catalogue. */
 export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types"] as const;
 
@@ -22,8 +26,9 @@ export const isControlPlanePath = under(CONTROL_PLANE_PREFIXES);
 
 /**
  * The webhooks control plane: webhooks, their delivery log, retry and
- * recovery, and the event types they can subscribe to. Every query is scoped
- * to the caller (`webhookScope`). Expects `requireAuth` to have run.
+ * recovery, listen sessions, and the event types they can subscribe to.
+ * Every query is scoped to the caller (`webhookScope`). Expects
+ * `requireAuth` to have run.
  */
 export function addWebhookRoutes(router: OperationRouter): void {
   for (const add of [
@@ -37,6 +42,10 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addWebhookDispatchRetry,
     addWebhookRecovery,
     addWebhookEventTypes,
+    addListenSessionCreate,
+    addListenSessionStream,
+    addListenSessionResults,
+    addListenSessionDelete,
   ]) {
     add(router);
   }

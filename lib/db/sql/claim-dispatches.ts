@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
-import type { SignatureScheme } from "../schema.ts";
+import { TEST_EVENT_TYPE, type SignatureScheme, type TestMode } from "../schema.ts";
 
 /** A dispatch leased to one worker, with what its attempt needs from the webhook. */
 export interface ClaimedDispatch {
@@ -21,6 +21,8 @@ export interface ClaimedDispatch {
   previousSecretExpiresAt: Date | null;
   /** The one attempt a half-open circuit breaker lets through to find out whether the endpoint is back. */
   probe: boolean;
+  /** A test event's test mode (see `TEST_MODES`); null for every other dispatch. */
+  testMode: TestMode | null;
 }
 
 /** Deliveries in flight at once, at most, across every worker. */
@@ -72,18 +74,41 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
     )::text as claim
   `);
   const claim: RawClaim = typeof row!.claim === "string" ? JSON.parse(row!.claim) : row!.claim;
+  const modes = await testModes(
+    database,
+    claim.rows.filter((d) => d.eventType === TEST_EVENT_TYPE).map((d) => d.id),
+  );
   return {
-    dispatches: claim.rows.map((d) => ({
-      ...d,
-      previousSecretExpiresAt: d.previousSecretExpiresAt ? new Date(d.previousSecretExpiresAt) : null,
-    })),
+    dispatches: claim.rows.map((d) => claimedDispatch({ ...d, testMode: modes.get(d.id) ?? null })),
     cursor: claim.cursor,
     waitMs: claim.waitMs === null ? null : Math.max(0, Math.ceil(claim.waitMs)),
   };
 }
 
+/**
+ * The test modes of claimed test events. Only `webhook.test` dispatches can
+ * have one, and they are rare, so they are read here rather than widening
+ * every row the claim function returns.
+ */
+async function testModes(database: Database, ids: string[]): Promise<Map<string, TestMode>> {
+  if (ids.length === 0) return new Map();
+  const rows = await database.rows<{ id: string; test_mode: TestMode | null }>(sql`
+    select id, test_mode from webhook_dispatch
+    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)) and test_mode is not null
+  `);
+  return new Map(rows.map((row) => [row.id, row.test_mode!]));
+}
+
+/** A leased row as a claim statement returns it, in JSON: its dates as text. */
+export type ClaimedRow = Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null };
+
+export const claimedDispatch = (row: ClaimedRow): ClaimedDispatch => ({
+  ...row,
+  previousSecretExpiresAt: row.previousSecretExpiresAt ? new Date(row.previousSecretExpiresAt) : null,
+});
+
 interface RawClaim {
-  rows: Array<Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null }>;
+  rows: Array<Omit<ClaimedRow, "testMode">>;
   cursor: string;
   waitMs: number | null;
 }

@@ -11,4 +11,15 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
   { method: "POST", route: "/v3/webhooks/:id/test", reason: "control plane: sends its own webhook.test event" },
   { method: "POST", route: "/v3/webhooks/:id/recover", reason: "control plane: redelivering past events" },
   { method: "POST", route: "/v3/webhook-dispatches/:id/retry", reason: "control plane: redelivering one event" },
+  {
+    method: "POST",
+    route: "/v3/listen-sessions",
+    reason: "control plane: starting a listen session (`npm run listen`)",
+  },
+  { method: "DELETE", route: "/v3/listen-sessions/:id", reason: "control plane: ending a listen session" },
+  {
+    method: "POST",
+    route: "/v3/listen-sessions/:id/results",
+    reason: "control plane: recording a listen session's attempts",
+  },
 ];

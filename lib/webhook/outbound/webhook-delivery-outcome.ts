@@ -1,16 +1,18 @@
 /** Why an attempt failed, as data: retry decisions never match on messages. */
-export type DeliveryErrorClass =
-  | "http_status"
-  | "redirect"
-  | "timeout"
-  | "connection_refused"
-  | "connection_reset"
-  | "dns"
-  | "tls"
-  | "response_too_large"
-  | "network"
-  | "blocked"
-  | "internal";
+export const DELIVERY_ERROR_CLASSES = [
+  "http_status",
+  "redirect",
+  "timeout",
+  "connection_refused",
+  "connection_reset",
+  "dns",
+  "tls",
+  "response_too_large",
+  "network",
+  "blocked",
+  "internal",
+] as const;
+export type DeliveryErrorClass = (typeof DELIVERY_ERROR_CLASSES)[number];
 
 export type DeliveryOutcome =
   | { kind: "success"; statusCode: number; responseExcerpt: string | null }

@@ -5,19 +5,29 @@ import { recordAttempts, type BreakerRule, type OpenedBreaker } from "../../db/s
 import { errorFacts } from "../../log/error-facts.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Mailer } from "../../mail/smtp-mailer.ts";
-import { attemptDispatch, failedAttempt, type AttemptResult, type DeliverDeps } from "./webhook-out-deliver.handler.ts";
+import {
+  attemptDispatch,
+  attemptResult,
+  type AttemptResult,
+  type DeliverDeps,
+  type RetryDeps,
+} from "./webhook-out-deliver.handler.ts";
 import { applyAttemptConsequences } from "./webhook-owner-notifier.ts";
-import { decideRetry, INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
+import { INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
 
-/** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
-export interface DeliverConsumerDeps {
+/** What recording attempts needs, wherever they were made. */
+export interface RecordDeps {
   database: Database;
-  deliver: DeliverDeps;
   logger: Logger;
   /** How endpoints' circuit breakers are judged (BREAKER, as configured). */
   breaker: BreakerRule;
   /** Owners' e-mail, when SMTP is configured. */
   mailer?: Mailer | undefined;
+}
+
+/** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
+export interface DeliverConsumerDeps extends RecordDeps {
+  deliver: DeliverDeps;
 }
 
 /**
@@ -31,32 +41,26 @@ export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: Claime
     return await attemptDispatch(deps.deliver, dispatch);
   } catch (error) {
     deps.logger.error({ err: error, dispatchId: dispatch.id, webhookId: dispatch.webhookId }, "attempt not made");
-    const outcome = {
-      kind: "failure" as const,
-      errorClass: "internal" as const,
+    return internalFailure(deps.deliver, dispatch, error);
+  }
+}
+
+/** The result of an attempt that could not be made: an `internal` failure, looked at again in a minute at the soonest. */
+export function internalFailure(deps: RetryDeps, dispatch: ClaimedDispatch, error: unknown): AttemptResult {
+  return attemptResult(deps, dispatch, {
+    startedAt: new Date(),
+    durationMs: 0,
+    outcome: {
+      kind: "failure",
+      errorClass: "internal",
       message: `the attempt could not be made: ${errorFacts(error).message}`,
       statusCode: null,
       responseExcerpt: null,
+      retryAfterMs: INTERNAL_RETRY_MS,
       gone: false,
-    };
-    return failedAttempt(
-      {
-        dispatchId: dispatch.id,
-        webhookId: dispatch.webhookId,
-        account: dispatch.account,
-        eventId: dispatch.eventId,
-        attempt: dispatch.attempt,
-        probe: dispatch.probe,
-        startedAt: new Date(),
-        durationMs: 0,
-        statusCode: null,
-        responseExcerpt: null,
-        signature: { timestamp: 0, scheme: dispatch.scheme, signatures: 0 },
-      },
-      outcome,
-      decideRetry({ attempt: dispatch.attempt, schedule: deps.deliver.retrySchedule, retryAfterMs: INTERNAL_RETRY_MS }),
-    );
-  }
+    },
+    signature: { timestamp: 0, scheme: dispatch.scheme, signatures: 0 },
+  });
 }
 
 /**
@@ -70,7 +74,7 @@ export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: Claime
  * keeps the results and tries again.
  */
 export async function recordResults(
-  deps: DeliverConsumerDeps,
+  deps: RecordDeps,
   workerId: string,
   results: readonly AttemptResult[],
 ): Promise<void> {
@@ -82,7 +86,7 @@ export async function recordResults(
 }
 
 async function recordIsolated(
-  deps: DeliverConsumerDeps,
+  deps: RecordDeps,
   workerId: string,
   results: readonly AttemptResult[],
 ): Promise<OpenedBreaker[]> {

@@ -1,22 +1,31 @@
 import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
 import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
+import type { SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import { CallbackUrlError, validateCallbackUrl } from "./webhook-callback-url.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
-import { decideRetry, type RetryDecision } from "./webhook-retry-policy.ts";
+import { decideRetry } from "./webhook-retry-policy.ts";
 import type { SecretSealer } from "./webhook-secret-seal.ts";
-import { signatureHeaders } from "./webhook-signature.ts";
+import { generateWebhookSecret, signatureHeaders } from "./webhook-signature.ts";
 
-export interface DeliverDeps {
+/** What signing an attempt needs. */
+export interface SigningDeps {
   brand: string;
+  secrets: SecretSealer;
+}
+
+/** What deciding an attempt's consequence needs. */
+export interface RetryDeps {
   retrySchedule: readonly number[];
+  random?: () => number;
+}
+
+export interface DeliverDeps extends SigningDeps, RetryDeps {
   allowedHosts: readonly string[];
   /** `RUNTIME_OUTBOUND_ENABLED`: when false nothing is sent and every attempt is recorded as blocked. */
   outboundEnabled: boolean;
   sender: HttpSender;
-  secrets: SecretSealer;
-  random?: () => number;
 }
 
 /** An attempt's record plus what it means for the webhook. */
@@ -26,6 +35,18 @@ export interface AttemptResult extends AttemptRecord {
   /** The subscriber answered 410 Gone: disable the webhook. */
   gone: boolean;
 }
+
+/** One attempt, signed: the headers of each POST it makes (two for a `duplicate` test event), in order. */
+export interface SignedAttempt {
+  requests: Array<Record<string, string>>;
+  manifest: SignatureManifest;
+}
+
+/** The dispatch an attempt was made for, as far as its result is concerned. */
+export type AttemptSubject = Pick<ClaimedDispatch, "id" | "webhookId" | "account" | "eventId" | "attempt" | "probe">;
+
+/** A `late` test event's timestamp is this far in the past: twice the 300 s receivers are told to accept. */
+export const LATE_TEST_EVENT_SECONDS = 600;
 
 /**
  * The `webhook-out-deliver` consumer for one leased dispatch: signs the stored
@@ -38,30 +59,64 @@ export interface AttemptResult extends AttemptRecord {
  */
 export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
   const startedAt = new Date();
-  const timestamp = Math.floor(startedAt.getTime() / 1_000);
-  const secrets = [await deps.secrets.unseal(dispatch.secretSealed)];
-  if (
-    dispatch.previousSecretSealed &&
-    dispatch.previousSecretExpiresAt &&
-    dispatch.previousSecretExpiresAt > startedAt
-  ) {
-    secrets.push(await deps.secrets.unseal(dispatch.previousSecretSealed));
-  }
+  const signed = await signAttempt(deps, dispatch, startedAt);
+  const outcome = deps.outboundEnabled
+    ? await send(deps, dispatch, signed.requests)
+    : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
+  return attemptResult(deps, dispatch, {
+    startedAt,
+    durationMs: Date.now() - startedAt.getTime(),
+    outcome,
+    signature: signed.manifest,
+  });
+}
+
+/**
+ * Signs one attempt as every transport sends it: the stored body, the
+ * webhook's scheme, its current secret and, during a rotation, the previous
+ * one; Content-Type, User-Agent, event id and attempt headers. A test event's
+ * mode changes only this: `late` backdates the timestamp, `bad-signature`
+ * signs with a throwaway secret, `duplicate` asks for the same request twice;
+ * the manifest names the mode. Throws when a secret does not unseal.
+ */
+export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, at: Date): Promise<SignedAttempt> {
+  const mode = dispatch.testMode;
+  const now = Math.floor(at.getTime() / 1_000);
   const signed = signatureHeaders({
     scheme: dispatch.scheme,
     brand: deps.brand,
     eventId: dispatch.eventId,
     attempt: dispatch.attempt,
     payload: dispatch.payload,
-    secrets,
-    timestamp,
+    secrets: mode === "bad-signature" ? [generateWebhookSecret()] : await webhookSecrets(deps, dispatch, at),
+    timestamp: mode === "late" ? now - LATE_TEST_EVENT_SECONDS : now,
   });
+  const headers = { "content-type": "application/json", "user-agent": USER_AGENT, ...signed.headers };
+  return {
+    requests: mode === "duplicate" ? [headers, headers] : [headers],
+    manifest: mode ? { ...signed.manifest, mode } : signed.manifest,
+  };
+}
 
-  const outcome = deps.outboundEnabled
-    ? await send(deps, dispatch, signed.headers)
-    : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
-  const durationMs = Date.now() - startedAt.getTime();
+/** The active secret, then the previous one while its rotation's grace period lasts. */
+async function webhookSecrets(deps: SigningDeps, dispatch: ClaimedDispatch, at: Date): Promise<string[]> {
+  const secrets = [await deps.secrets.unseal(dispatch.secretSealed)];
+  if (dispatch.previousSecretSealed && dispatch.previousSecretExpiresAt && dispatch.previousSecretExpiresAt > at) {
+    secrets.push(await deps.secrets.unseal(dispatch.previousSecretSealed));
+  }
+  return secrets;
+}
 
+/**
+ * What an attempt's outcome makes of its dispatch: success, or the retry or
+ * exhaustion RETRY decides (never sooner than the subscriber's Retry-After).
+ */
+export function attemptResult(
+  deps: RetryDeps,
+  dispatch: AttemptSubject,
+  made: { startedAt: Date; durationMs: number; outcome: DeliveryOutcome; signature: SignatureManifest },
+): AttemptResult {
+  const { outcome } = made;
   const base = {
     dispatchId: dispatch.id,
     probe: dispatch.probe,
@@ -69,11 +124,11 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     account: dispatch.account,
     eventId: dispatch.eventId,
     attempt: dispatch.attempt,
-    startedAt,
-    durationMs,
+    startedAt: made.startedAt,
+    durationMs: made.durationMs,
     statusCode: outcome.statusCode,
     responseExcerpt: outcome.responseExcerpt,
-    signature: signed.manifest,
+    signature: made.signature,
   };
   if (outcome.kind === "success") {
     return {
@@ -92,15 +147,6 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
     retryAfterMs: outcome.retryAfterMs,
     ...(deps.random ? { random: deps.random } : {}),
   });
-  return failedAttempt(base, outcome, decision);
-}
-
-/** The result of a failed attempt, as RETRY decided. */
-export function failedAttempt(
-  base: Omit<AttemptResult, "status" | "retryInMs" | "outcome" | "errorClass" | "errorMessage" | "gone">,
-  outcome: Extract<DeliveryOutcome, { kind: "failure" }>,
-  decision: RetryDecision,
-): AttemptResult {
   return {
     ...base,
     status: decision.kind === "retry" ? "error" : "exhausted",
@@ -112,11 +158,30 @@ export function failedAttempt(
   };
 }
 
+/**
+ * POSTs `payload` once per signed request, in order, to `url`: the attempt's
+ * outcome is the first failure, or the last answer when every one succeeded.
+ * Never throws (see HttpSender).
+ */
+export async function postSigned(
+  sender: HttpSender,
+  url: string,
+  requests: SignedAttempt["requests"],
+  payload: string,
+): Promise<DeliveryOutcome> {
+  let outcome: DeliveryOutcome | undefined;
+  for (const headers of requests) {
+    outcome = await sender.post(url, headers, payload);
+    if (outcome.kind === "failure") break;
+  }
+  return outcome!;
+}
+
 /** Checks the URL again (the rules may have changed since it was stored) and POSTs the stored body. */
 async function send(
   deps: DeliverDeps,
   dispatch: ClaimedDispatch,
-  signed: Record<string, string>,
+  requests: SignedAttempt["requests"],
 ): Promise<DeliveryOutcome> {
   try {
     validateCallbackUrl(dispatch.url, { allowedHosts: deps.allowedHosts });
@@ -124,11 +189,7 @@ async function send(
     if (!(error instanceof CallbackUrlError)) throw error;
     return blocked(error.message);
   }
-  return deps.sender.post(
-    dispatch.url,
-    { "content-type": "application/json", "user-agent": USER_AGENT, ...signed },
-    dispatch.payload,
-  );
+  return postSigned(deps.sender, dispatch.url, requests, dispatch.payload);
 }
 
 function blocked(message: string): DeliveryOutcome {

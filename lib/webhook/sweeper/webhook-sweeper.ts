@@ -4,6 +4,7 @@ import type { Hooklane } from "../../hooklane.ts";
 import { LaneSignal } from "../transport/postgres/lane-signal.ts";
 import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
 import { pruneIdempotencyKeysTask } from "./prune-idempotency-keys.ts";
+import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
 
@@ -17,6 +18,7 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
   disableFailingWebhooksTask,
   runRecoveryJobsTask,
   pruneIdempotencyKeysTask,
+  expireListenSessionsTask,
 ];
 
 export interface Sweeper {

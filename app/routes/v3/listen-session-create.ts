@@ -1,0 +1,55 @@
+import { sql } from "drizzle-orm";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { webhook } from "../../../lib/db/schema.ts";
+import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
+import {
+  createListenSessionBody,
+  listenSessionWithSecretSchema,
+  presentListenSession,
+} from "./listen-session-schemas.ts";
+
+/**
+ * `POST /v3/listen-sessions`: what `npm run listen` starts with. The session
+ * is an ephemeral webhook of the caller's account, with status `listening`:
+ * routed to like any webhook, never claimed by the lane, its deliveries go
+ * to the CLI over the stream it opens. Its URL is only the CLI's target, so
+ * it needs no allowlist entry. It expires `WEBHOOK_LISTEN_TTL` after its
+ * last open stream.
+ */
+export function addListenSessionCreate(router: OperationRouter): void {
+  router.add(
+    {
+      method: "post",
+      path: "/v3/listen-sessions",
+      operationId: "createListenSession",
+      summary: "Start a listen session",
+      description:
+        "Creates an ephemeral webhook whose deliveries travel to the caller over `GET /v3/listen-sessions/{id}/stream`. The signing secret is in this answer only.",
+      tag: "Listen sessions",
+      body: createListenSessionBody,
+      responses: { 201: { description: "Started, with its secret.", schema: listenSessionWithSecretSchema } },
+    },
+    async (c, { body }) => {
+      const { config, secrets, subscriptions } = c.var.hooklane;
+      const { database, principal } = c.var;
+      const secret = generateWebhookSecret();
+      const [row] = await database.db
+        .insert(webhook)
+        .values({
+          account: principal.account,
+          url: body.forwardTo,
+          events: await assertSubscribableEvents(database, body.events),
+          status: "listening",
+          scheme: body.scheme,
+          description: "listen session",
+          secretSealed: await secrets.seal(secret),
+          expiresAt: sql`now() + ${config.listenTtlMs}::int * interval '1 millisecond'`,
+          createdBy: principal.sub,
+        })
+        .returning();
+      subscriptions.invalidate();
+      return c.json({ ...presentListenSession(row!), secret }, 201);
+    },
+  );
+}

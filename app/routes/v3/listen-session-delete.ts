@@ -1,0 +1,32 @@
+import { and, eq } from "drizzle-orm";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { notFound } from "../../../lib/api/problem.ts";
+import { webhook } from "../../../lib/db/schema.ts";
+import { webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
+import { listenSessionIdParams } from "./listen-session-schemas.ts";
+
+/** `DELETE /v3/listen-sessions/:id`: the CLI's exit. The webhook goes, with its deliveries. */
+export function addListenSessionDelete(router: OperationRouter): void {
+  router.add(
+    {
+      method: "delete",
+      path: "/v3/listen-sessions/:id",
+      operationId: "deleteListenSession",
+      summary: "End a listen session",
+      description: "Deletes the session's ephemeral webhook, its delivery log and anything not yet delivered.",
+      tag: "Listen sessions",
+      params: listenSessionIdParams,
+      responses: { 204: { description: "Ended." } },
+    },
+    async (c, { params }) => {
+      const { subscriptions } = c.var.hooklane;
+      const deleted = await c.var.database.db
+        .delete(webhook)
+        .where(and(webhookInScope(c.var.principal, params.id), eq(webhook.status, "listening")))
+        .returning({ id: webhook.id });
+      if (deleted.length === 0) throw notFound("listen session");
+      subscriptions.invalidate();
+      return c.body(null, 204);
+    },
+  );
+}

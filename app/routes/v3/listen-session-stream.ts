@@ -1,0 +1,63 @@
+import { streamSSE } from "hono/streaming";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { findListenSession, listenBreaker } from "../../../lib/webhook/listen/listen-session.ts";
+import { serveListenStream } from "../../../lib/webhook/listen/listen-stream.ts";
+import { listenSessionIdParams, presentListenSession } from "./listen-session-schemas.ts";
+
+/**
+ * `GET /v3/listen-sessions/:id/stream`: the connection the CLI holds open.
+ * Server-sent events: `ready` (the session), then `delivery` for each
+ * attempt (see ListenDelivery), `ping` while idle, and `end` when the
+ * session is over. Whichever process serves the stream claims the session's
+ * deliveries for it, so any number of lane workers and API instances work.
+ */
+export function addListenSessionStream(router: OperationRouter): void {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/listen-sessions/:id/stream",
+      operationId: "streamListenSession",
+      summary: "Receive a listen session's deliveries",
+      description:
+        "Server-sent events: `ready`, then one `delivery` per attempt (the body and the signed headers of each POST to make), `ping`, and `end` when the session is over. Renews the session while open.",
+      tag: "Listen sessions",
+      params: listenSessionIdParams,
+      responses: { 200: { description: "The event stream.", mediaType: "text/event-stream" } },
+    },
+    async (c, { params }) => {
+      const { config, mailer, secrets, subscriptions } = c.var.hooklane;
+      const { database } = c.var;
+      const session = await findListenSession(database, c.var.principal, params.id);
+      return streamSSE(c, async (stream) => {
+        const closed = new AbortController();
+        stream.onAbort(() => closed.abort());
+        try {
+          await stream.writeSSE({ event: "ready", data: JSON.stringify(presentListenSession(session)) });
+          const ended = await serveListenStream(
+            {
+              database,
+              logger: c.var.log,
+              mailer,
+              breaker: listenBreaker(config.breaker),
+              signing: { brand: config.brand, secrets },
+              retry: { retrySchedule: config.retrySchedule },
+              ttlMs: config.listenTtlMs,
+              maxInFlight: config.caps.perWebhook,
+              onDeleted: () => subscriptions.invalidate(),
+            },
+            session.id,
+            {
+              delivery: (delivery) => stream.writeSSE({ event: "delivery", data: JSON.stringify(delivery) }),
+              ping: () => stream.writeSSE({ event: "ping", data: "" }),
+            },
+            closed.signal,
+          );
+          if (ended === "over") await stream.writeSSE({ event: "end", data: "the session is over" });
+        } catch (error) {
+          // The stream closes and the CLI reconnects; nothing of the error goes to it.
+          if (!database.outage.report(error)) c.var.log.error({ err: error }, "listen stream failed");
+        }
+      });
+    },
+  );
+}

@@ -1,0 +1,33 @@
+import { EventSourceParserStream } from "eventsource-parser/stream";
+
+export interface ListenStreamReader {
+  /** The data of the next event named `event` (others are skipped); rejects when the stream ends first or after `timeoutMs`. */
+  next(event: string, timeoutMs?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Reads a listen session's server-sent events, as the CLI does. */
+export function readListenStream(response: Response): ListenStreamReader {
+  const reader = response
+    .body!.pipeThrough(new TextDecoderStream())
+    .pipeThrough(new EventSourceParserStream())
+    .getReader();
+  return {
+    async next(event, timeoutMs = 20_000) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no ${event} event within ${timeoutMs} ms`)), timeoutMs);
+      });
+      try {
+        for (;;) {
+          const { value, done } = await Promise.race([reader.read(), timeout]);
+          if (done) throw new Error(`the stream ended before a ${event} event`);
+          if (value.event === event) return value.data;
+        }
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => reader.cancel(),
+  };
+}
