@@ -1,31 +1,101 @@
-import { config } from "../lib/config/env.ts";
+import { config, type Config } from "../lib/config/env.ts";
 import { createHooklane, createVercelLane } from "../lib/create-hooklane.ts";
-import type { Hooklane } from "../lib/hooklane.ts";
+import { SchemaBehindError } from "../lib/db/migrations.ts";
+import { createLogger } from "../lib/log/logger.ts";
 import { createApp } from "./app.ts";
 
-// One set of services per function instance, built on its first request and reused while warm.
-let services: Promise<Hooklane> | undefined;
-const hooklane = () => (services ??= createHooklane(config()));
-
-let api: Promise<(request: Request) => Response | Promise<Response>> | undefined;
-/** The API function's handler. */
-export const handleApiRequest = async (request: Request): Promise<Response> =>
-  (await (api ??= hooklane().then((h) => createApp(h).fetch)))(request);
-
-let lane: Promise<ReturnType<typeof createVercelLane>> | undefined;
-const vercelLane = () => (lane ??= hooklane().then((h) => createVercelLane(h)));
-
-/** The webhook-out lane function's handler: Vercel Queues pushes both topics here. */
-export const handleLaneRequest = async (request: Request): Promise<Response> => (await vercelLane()).handler(request);
+/** The three Vercel functions' handlers (`api/`). */
+export interface VercelRuntime {
+  /** The API function. */
+  api(request: Request): Promise<Response>;
+  /** The webhook-out lane function: Vercel Queues pushes both topics here. */
+  lane(request: Request): Promise<Response>;
+  /** The sweeper cron; Vercel calls it with `Authorization: Bearer $CRON_SECRET`. */
+  sweep(request: Request): Promise<Response>;
+}
 
 /**
- * The sweeper cron: re-sends fallback route messages and stranded dispatches.
- * Vercel calls it with `Authorization: Bearer $CRON_SECRET`.
+ * One set of services per function instance, built on its first request and
+ * reused while warm. A start that fails (the database waking up, a schema
+ * behind the code) is not kept: the request answers 503 — naming the
+ * command to run when the schema is behind — and the next request starts
+ * again.
  */
-export async function handleSweepRequest(request: Request): Promise<Response> {
-  const secret = config().cronSecret;
-  if (!secret || request.headers.get("authorization") !== `Bearer ${secret}`) {
-    return new Response("unauthorized", { status: 401 });
-  }
-  return Response.json(await (await vercelLane()).sweep());
+export function createVercelRuntime(loadConfig: () => Config = config): VercelRuntime {
+  const services = retryingOnce(async () => {
+    const hooklane = await createHooklane(loadConfig());
+    return { hooklane, api: createApp(hooklane).fetch, lane: createVercelLane(hooklane) };
+  });
+  const serve = async (use: (started: Awaited<ReturnType<typeof services>>) => Promise<Response> | Response) => {
+    let started;
+    try {
+      started = await services();
+    } catch (error) {
+      return startFailed(error, loadConfig);
+    }
+    return use(started);
+  };
+  return {
+    api: (request) => serve((s) => s.api(request)),
+    lane: (request) => serve((s) => s.lane.handler(request)),
+    async sweep(request) {
+      // Refused before anything starts: an anonymous caller cannot make an instance connect.
+      let secret;
+      try {
+        secret = loadConfig().cronSecret;
+      } catch (error) {
+        return startFailed(error, loadConfig);
+      }
+      if (!secret || request.headers.get("authorization") !== `Bearer ${secret}`) {
+        return new Response("unauthorized", { status: 401 });
+      }
+      return serve(async (s) => Response.json(await s.lane.sweep()));
+    },
+  };
 }
+
+/** `build()` once; a failed build is forgotten, so the next call tries again. Calls during a build share it. */
+function retryingOnce<T>(build: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () => {
+    if (!pending) {
+      const attempt = build();
+      pending = attempt;
+      attempt.catch(() => {
+        if (pending === attempt) pending = undefined;
+      });
+    }
+    return pending;
+  };
+}
+
+function startFailed(error: unknown, loadConfig: () => Config): Response {
+  const behind = error instanceof SchemaBehindError;
+  let logger;
+  try {
+    const settings = loadConfig();
+    logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+  } catch {
+    logger = createLogger({ level: "error", format: "json" });
+  }
+  logger.error({ err: error }, "the function could not start; the next request tries again");
+  const body = {
+    type: "about:blank",
+    status: 503,
+    title: "Service Unavailable",
+    detail: behind ? error.message : "The service could not start (its database or configuration); try again shortly.",
+  };
+  return new Response(JSON.stringify(body), {
+    status: 503,
+    headers: { "content-type": "application/problem+json", "retry-after": behind ? "60" : "5" },
+  });
+}
+
+const runtime = createVercelRuntime();
+
+/** The API function's handler. */
+export const handleApiRequest = runtime.api;
+/** The webhook-out lane function's handler. */
+export const handleLaneRequest = runtime.lane;
+/** The sweeper cron's handler. */
+export const handleSweepRequest = runtime.sweep;

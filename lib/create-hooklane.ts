@@ -1,4 +1,4 @@
-import { QueueClient } from "@vercel/queue";
+import { getDeadline } from "@vercel/functions";
 import { createTokenVerifier } from "./auth/jwt.ts";
 import { ConfigError, type Config } from "./config/env.ts";
 import { openDatabase, type Database } from "./db/client.ts";
@@ -13,19 +13,27 @@ import { createSecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
 import { createSubscriptionCache } from "./webhook/outbound/webhook-subscription-cache.ts";
 import { startPostgresLane, type Lane } from "./webhook/transport/postgres/postgres-lane.ts";
 import { createPostgresTransport } from "./webhook/transport/postgres/postgres-transport.ts";
-import { startSweeper, sweepOnce, SWEEP_INTERVAL_MS } from "./webhook/sweeper/webhook-sweeper.ts";
+import { startSweeper, sweepWithin, SWEEP_INTERVAL_MS, type SweepReport } from "./webhook/sweeper/webhook-sweeper.ts";
 import { createVercelLaneHandler } from "./webhook/transport/vercel/vercel-lane-handler.ts";
-import { sweepVercelTransport } from "./webhook/transport/vercel/vercel-sweep.ts";
-import { createVercelTransport } from "./webhook/transport/vercel/vercel-transport.ts";
+import { sweepBudgetMs, vercelLaneTimings } from "./webhook/transport/vercel/vercel-queue-limits.ts";
+import { vercelSweepPhases } from "./webhook/transport/vercel/vercel-sweep.ts";
+import {
+  createQueueClient,
+  createVercelTransport,
+  type VercelQueue,
+} from "./webhook/transport/vercel/vercel-transport.ts";
 
 /**
- * Builds the product's services from a configuration: opens (and migrates)
- * the database unless one is given, syncs the catalogue into it when
- * `CATALOGUE_AUTO_SYNC` is on, and wires transport, publisher and auth.
+ * Builds the product's services from a configuration: opens the database
+ * unless one is given (migrating it; on Vercel, where migrating is a deploy
+ * step, only verifying its schema — SchemaBehindError when it is behind),
+ * syncs the catalogue into it when `CATALOGUE_AUTO_SYNC` is on, and wires
+ * transport, publisher and auth. With the vercel driver the lane's timings
+ * are checked first (a ConfigError names the variable at fault).
  */
 export async function createHooklane(
   config: Config,
-  options: { database?: Database; queue?: QueueClient; logger?: Logger } = {},
+  options: { database?: Database; queue?: VercelQueue; logger?: Logger } = {},
 ): Promise<Hooklane> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   if (config.developmentSecrets.length > 0) {
@@ -33,6 +41,7 @@ export async function createHooklane(
       `${config.mode} mode with the published development ${config.developmentSecrets.join(" and ")}: anyone can mint an admin token for this server or read its webhook secrets. Keep it on this machine; to deploy, set NODE_ENV=production with your own secrets (see .env.example).`,
     );
   }
+  if (config.queueDriver === "vercel") vercelLaneTimings(config);
   const database =
     options.database ??
     (await openDatabase({
@@ -40,11 +49,13 @@ export async function createHooklane(
       driver: config.databaseDriver,
       pgliteDataDir: config.pgliteDataDir,
       logger,
+      schema: config.onVercel ? "verify" : "apply",
+      vercelFunction: config.onVercel,
     }));
   if (config.catalogueAutoSync) await autoSyncCatalogue(database, logger);
   const transport =
     config.queueDriver === "vercel"
-      ? createVercelTransport(database, options.queue ?? new QueueClient(), logger)
+      ? createVercelTransport(database, options.queue ?? createQueueClient(), logger)
       : createPostgresTransport(database);
   const subscriptions = createSubscriptionCache(database, { logger });
   return {
@@ -140,16 +151,19 @@ export async function startLane(
 
 /**
  * The `webhook-out` lane on Vercel Queues: the push handler of the lane's
- * function, and the sweep its cron runs (the transport's re-sends, then every
- * sweeper task once). `sweep` resolves to what the transport re-sent.
+ * function, and the sweep its cron runs — the transport's phases and every
+ * sweeper task, interleaved within the cron's time budget (`budgetMs` and
+ * `clock` override it; `now` is the clock a message's expiry is judged by).
  */
 export function createVercelLane(
   hooklane: Hooklane,
-  options: { queue?: QueueClient; sender?: HttpSender } = {},
-): { handler: (request: Request) => Promise<Response>; sweep(): Promise<{ routes: number; dispatches: number }> } {
+  options: { sender?: HttpSender; now?: () => number } = {},
+): {
+  handler: (request: Request) => Promise<Response>;
+  sweep(options?: { budgetMs?: number; clock?: () => number }): Promise<SweepReport>;
+} {
   const { config, transport, database } = hooklane;
   if (transport.name !== "vercel") throw new ConfigError("createVercelLane needs WEBHOOK_QUEUE_DRIVER=vercel");
-  const queue = options.queue ?? new QueueClient();
   return {
     handler: createVercelLaneHandler({
       database,
@@ -158,15 +172,19 @@ export function createVercelLane(
       logger: hooklane.logger,
       caps: config.caps,
       breaker: config.breaker,
-      queue,
-      visibilityTimeoutSeconds: Math.max(30, Math.ceil((config.timeoutMs * 3) / 1_000)),
+      timings: vercelLaneTimings(config),
       mailer: hooklane.mailer,
+      ...(options.now ? { now: options.now } : {}),
     }),
-    async sweep() {
+    async sweep(run = {}) {
       const workerId = `sweeper/${process.pid}`;
-      const sent = await sweepVercelTransport({ database, transport, queue, workerId });
-      await sweepOnce(hooklane, { workerId });
-      return sent;
+      const clock = run.clock ?? Date.now;
+      return sweepWithin(hooklane, {
+        workerId,
+        budgetMs: run.budgetMs ?? sweepBudgetMs(getDeadline(), clock()),
+        clock,
+        phases: vercelSweepPhases({ database, transport, workerId }),
+      });
     },
   };
 }

@@ -131,6 +131,54 @@ describe("secure by default", () => {
   });
 });
 
+describe("on Vercel (VERCEL=1)", () => {
+  const deployed = {
+    VERCEL: "1",
+    DATABASE_URL: "postgres://app@pooler.example.com/hooklane",
+    WEBHOOK_SECRET_KEY: "a".repeat(43),
+    AUTH_JWKS_URL: "https://auth.example.com/jwks.json",
+    AUTH_JWT_ISSUER: "https://auth.example.com/",
+    AUTH_JWT_AUDIENCE: "hooklane",
+    CRON_SECRET: "c".repeat(32),
+  };
+
+  it("refuses the postgres driver, whose queue nothing consumes there, and defaults to vercel", () => {
+    expect(() => loadConfig({ ...deployed, WEBHOOK_QUEUE_DRIVER: "postgres" })).toThrow(
+      /WEBHOOK_QUEUE_DRIVER: must be vercel on Vercel/,
+    );
+    expect(loadConfig(deployed)).toMatchObject({ onVercel: true, queueDriver: "vercel" });
+    expect(loadConfig({}).queueDriver).toBe("postgres");
+  });
+
+  it("applies production rules on production and preview deployments, whatever NODE_ENV says", () => {
+    for (const VERCEL_ENV of ["production", "preview"]) {
+      expect(() => loadConfig({ VERCEL: "1", VERCEL_ENV, NODE_ENV: "development" })).toThrow(
+        /WEBHOOK_SECRET_KEY: is required/,
+      );
+      const config = loadConfig({ ...deployed, VERCEL_ENV, NODE_ENV: "development" });
+      expect(config.production).toBe(true);
+      expect(config.jwtSecret).toBeUndefined();
+      expect(config.allowedHosts).toEqual([]);
+    }
+    // `vercel dev` on a laptop: development rules when asked for by name.
+    expect(loadConfig({ ...deployed, VERCEL_ENV: "development", NODE_ENV: "development" }).production).toBe(false);
+  });
+
+  it("requires a server database, and in production the cron's secret", () => {
+    expect(() => loadConfig({ ...deployed, DATABASE_URL: undefined })).toThrow(/DATABASE_URL: is required on Vercel/);
+    expect(() => loadConfig({ ...deployed, VERCEL_ENV: "production", CRON_SECRET: undefined })).toThrow(
+      /CRON_SECRET: is required on Vercel production/,
+    );
+    expect(loadConfig({ ...deployed, VERCEL_ENV: "preview", CRON_SECRET: undefined }).cronSecret).toBeUndefined();
+  });
+
+  it("migrates over the direct connection when one is given", () => {
+    expect(loadConfig(deployed).migrationDatabaseUrl).toBe(deployed.DATABASE_URL);
+    const direct = "postgres://app@direct.example.com/hooklane";
+    expect(loadConfig({ ...deployed, DATABASE_URL_UNPOOLED: direct }).migrationDatabaseUrl).toBe(direct);
+  });
+});
+
 describe(".env.example", () => {
   it("documents every variable the configuration reads", () => {
     const example = readFileSync(new URL("../../.env.example", import.meta.url), "utf8");

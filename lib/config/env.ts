@@ -52,7 +52,8 @@ export const envVariables = z.object({
   ENABLE_API_EVENT_QUEUE: flag(true),
   /** `neon` speaks to Neon over WebSockets (serverless); chosen by default for `*.neon.tech` URLs. */
   DATABASE_DRIVER: z.enum(["pg", "neon"]).optional(),
-  WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).default("postgres"),
+  /** Default: vercel on Vercel, postgres elsewhere (see platformRules). */
+  WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).optional(),
   CRON_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
   WEBHOOK_RETRY_SCHEDULE: parsedText(RETRY.defaultSchedule, parseRetrySchedule),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10_000),
@@ -94,7 +95,58 @@ export const envVariables = z.object({
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
+
+  // The platform, as Vercel describes it to every build and function.
+  /** `1` on Vercel (builds and functions). */
+  VERCEL: z.string().optional(),
+  /** The deployment's environment on Vercel. */
+  VERCEL_ENV: z.enum(["production", "preview", "development"]).optional(),
+  /** The direct (unpooled) connection string migrations run over; Neon's Vercel integration sets it. */
+  DATABASE_URL_UNPOOLED: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
+    .optional(),
 });
+
+/**
+ * What the platform implies. Production rules hold on every deployment
+ * reachable from the internet (Vercel's production and preview), whatever
+ * NODE_ENV says. On Vercel the lane is the queue-triggered function, so the
+ * vercel driver is required (the postgres queue would have no consumer), a
+ * server database is required (a function has no disk to keep PGlite on),
+ * and production needs the cron's secret (without it the sweeper is refused
+ * and nothing re-sends what the queue lost).
+ */
+function platformRules(env: z.output<typeof envVariables>, ctx: z.RefinementCtx) {
+  const onVercel = env.VERCEL === "1";
+  const deployed = env.VERCEL_ENV === "production" || env.VERCEL_ENV === "preview";
+  const queueDriver = env.WEBHOOK_QUEUE_DRIVER ?? (onVercel ? "vercel" : "postgres");
+  if (onVercel && queueDriver !== "vercel") {
+    ctx.addIssue({
+      code: "custom",
+      path: ["WEBHOOK_QUEUE_DRIVER"],
+      message: "must be vercel on Vercel (VERCEL=1): nothing would consume the postgres queue there",
+    });
+  }
+  if (onVercel && !env.DATABASE_URL) {
+    ctx.addIssue({ code: "custom", path: ["DATABASE_URL"], message: "is required on Vercel (VERCEL=1)" });
+  }
+  if (onVercel && env.VERCEL_ENV === "production" && !env.CRON_SECRET) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["CRON_SECRET"],
+      message: "is required on Vercel production: the sweeper cron sends it",
+    });
+  }
+  return {
+    onVercel,
+    /** A deployment reachable from the internet: production rules, whatever NODE_ENV says. */
+    deployed,
+    queueDriver,
+    /** Where migrations run: the direct URL, not the pooler. */
+    migrationDatabaseUrl: env.DATABASE_URL_UNPOOLED ?? env.DATABASE_URL,
+  };
+}
 
 /**
  * Which rules apply. NODE_ENV decides when it is set. Unset, a process with a
@@ -109,7 +161,8 @@ function resolveMode(env: {
 }
 
 const schema = envVariables.transform((env, ctx) => {
-  const mode = resolveMode(env);
+  const platform = platformRules(env, ctx);
+  const mode = platform.deployed ? "production" : resolveMode(env);
   const production = mode === "production";
   const refuse = (path: string, message: string) => {
     // Say why production rules apply when nobody asked for them by name.
@@ -159,7 +212,9 @@ const schema = envVariables.transform((env, ctx) => {
       env.DATABASE_DRIVER ?? (env.DATABASE_URL && /\.neon\.tech[:/]/.test(env.DATABASE_URL) ? "neon" : "pg"),
     pgliteDataDir: env.PGLITE_DATA_DIR,
     publishEnabled: env.ENABLE_API_EVENT_QUEUE,
-    queueDriver: env.WEBHOOK_QUEUE_DRIVER,
+    queueDriver: platform.queueDriver,
+    onVercel: platform.onVercel,
+    migrationDatabaseUrl: platform.migrationDatabaseUrl,
     cronSecret: env.CRON_SECRET,
     retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,

@@ -1,12 +1,10 @@
 import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import * as neon from "@neondatabase/serverless";
+import { attachDatabasePool } from "@vercel/functions";
 import type { SQL } from "drizzle-orm";
 import { drizzle as drizzleNeon } from "drizzle-orm/neon-serverless";
-import { migrate as migrateNeon } from "drizzle-orm/neon-serverless/migrator";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
-import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
 import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
@@ -14,6 +12,7 @@ import pg from "pg";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
+import { applyMigrations, MIGRATIONS_FOLDER, verifySchema } from "./migrations.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -56,15 +55,22 @@ export interface DatabaseOptions {
   applicationName?: string;
   /** Where outages, lost LISTEN sessions and idle-client errors are told; nowhere when absent. */
   logger?: Logger;
+  /**
+   * A server database's schema on open: `apply` pending migrations (the
+   * default; self-hosted processes and `npm run db:migrate`), or only
+   * `verify` that it is current (Vercel functions, where migrating is a
+   * deploy step). The embedded database always applies them.
+   */
+  schema?: "apply" | "verify";
+  /** The pool lives in a Vercel function: attached with `attachDatabasePool`, so idle clients are closed before the instance suspends. */
+  vercelFunction?: boolean;
 }
-
-const MIGRATIONS = fileURLToPath(new URL("../../drizzle", import.meta.url));
-// Any constant will do; it serialises concurrent migrators (API + N workers starting together).
-const MIGRATION_LOCK = 7_207_311;
 
 /**
  * Opens the database — node-postgres or Neon's serverless driver for a URL,
- * embedded PGlite otherwise — and applies pending migrations before returning.
+ * embedded PGlite otherwise — and applies pending migrations (or verifies
+ * the schema, per `schema`) before returning. Throws SchemaBehindError when
+ * verifying finds it behind; nothing is left open when it throws.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (!options.databaseUrl) return openPglite(options);
@@ -75,16 +81,13 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   };
   if (options.driver === "neon") {
     const pool = new neon.Pool(settings);
-    return openPooled("neon", pool as unknown as pg.Pool, options.logger ?? silentLogger, {
-      migrate: (client) =>
-        migrateNeon(drizzleNeon(client as unknown as neon.PoolClient), { migrationsFolder: MIGRATIONS }),
+    return openPooled("neon", pool as unknown as pg.Pool, options, {
       drizzle: (logger) => drizzleNeon(pool, { schema, logger }) as unknown as Db,
       listener: () => new neon.Client(settings.connectionString) as unknown as pg.Client,
     });
   }
   const pool = new pg.Pool(settings);
-  return openPooled("postgres", pool, options.logger ?? silentLogger, {
-    migrate: (client) => migratePg(drizzlePg(client), { migrationsFolder: MIGRATIONS }),
+  return openPooled("postgres", pool, options, {
     drizzle: (logger) => drizzlePg(pool, { schema, logger }) as unknown as Db,
     listener: () => new pg.Client({ connectionString: settings.connectionString }),
   });
@@ -109,29 +112,21 @@ function queryCounter(): QueryCounter {
 async function openPooled(
   kind: "postgres" | "neon",
   pool: pg.Pool,
-  logger: Logger,
+  options: DatabaseOptions,
   driver: {
-    migrate(client: pg.PoolClient): Promise<void>;
     drizzle(logger: QueryCounter): Db;
     listener(): pg.Client;
   },
 ): Promise<Database> {
-  const log = logger.child({ component: "db" });
+  const log = (options.logger ?? silentLogger).child({ component: "db" });
   const outage = createOutageTracker({ logger: log, probe: () => pool.query("select 1") });
   pool.on("error", (error) => {
     if (!outage.report(error)) log.warn({ err: error }, "idle database client failed");
   });
-  const lockClient = await pool.connect();
-  try {
-    await lockClient.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);
-    await driver.migrate(lockClient);
-  } finally {
-    await lockClient.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK]).catch(() => {});
-    lockClient.release();
-  }
+  if (options.vercelFunction) attachDatabasePool(pool);
   const counter = queryCounter();
   const listener = createSharedListener({ connect: driver.listener, logger: log });
-  return facade(kind, driver.drizzle(counter), {
+  const database = facade(kind, driver.drizzle(counter), {
     listen: listener.listen,
     listenerHealth: () => listener.health,
     outage,
@@ -142,6 +137,13 @@ async function openPooled(
       await pool.end();
     },
   });
+  try {
+    await (options.schema === "verify" ? verifySchema(database) : applyMigrations(database));
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  return database;
 }
 
 /** The Database over a drizzle instance (or a transaction of one). */
@@ -177,7 +179,7 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
   const dataDir = options.pgliteDataDir ?? "memory://";
   if (!options.pglite && !dataDir.includes("://")) mkdirSync(dataDir, { recursive: true });
   const client = options.pglite ?? (await PGlite.create(dataDir));
-  await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS });
+  await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS_FOLDER });
   const counter = queryCounter();
   const db = drizzlePglite(client, { schema, logger: counter }) as unknown as Db;
   const channels = new Set<string>();

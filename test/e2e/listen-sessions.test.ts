@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
 import { listenDeliverySchema, type ListenDelivery } from "../../lib/webhook/listen/listen-messages.ts";
-import { sweepOnce } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
+import { sweepWithin } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { verifyWebhook } from "../../lib/webhook/verify/webhook-verify.ts";
 import { eventually } from "../support/eventually.ts";
@@ -206,12 +206,12 @@ describe("listen sessions, served in process", () => {
       .set({ expiresAt: sql`now() - interval '1 second'` })
       .where(eq(webhook.id, expired.id));
     const live = await harness.call("POST", "/v3/listen-sessions", { ...CAROL, body: { forwardTo: receiver.url } });
-    await sweepOnce(harness.hooklane, { workerId: "test-sweeper" });
+    await sweepWithin(harness.hooklane, { workerId: "test-sweeper", budgetMs: 30_000 });
     expect(await db.select().from(webhook).where(eq(webhook.id, expired.id))).toEqual([]);
     expect((await harness.call("GET", `/v3/webhooks/${live.body.id}`, CAROL)).status).toBe(200);
     // An ordinary webhook has no expiry and is never swept.
     const plain = await harness.call("POST", "/v3/webhooks", { ...CAROL, body: { url: receiver.url, events: ["*"] } });
-    await sweepOnce(harness.hooklane, { workerId: "test-sweeper" });
+    await sweepWithin(harness.hooklane, { workerId: "test-sweeper", budgetMs: 30_000 });
     expect((await harness.call("GET", `/v3/webhooks/${plain.body.id}`, CAROL)).status).toBe(200);
   });
 

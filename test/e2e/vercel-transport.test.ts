@@ -4,10 +4,9 @@ import { webhookDispatch, webhookPoisonMessage, webhookRouteJob } from "../../li
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { handleRouteMessage } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { eventually } from "../support/eventually.ts";
-import { pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
-import { startReceiver, type Reply } from "../support/receiver.ts";
-
-const ADMIN = { account: "acc_ops", admin: true };
+import type { Harness } from "../support/harness.ts";
+import type { Reply } from "../support/receiver.ts";
+import { startSubscribedHarness } from "../support/vercel-subscriber.ts";
 
 describe("the vercel transport against the emulated Vercel Queue service", () => {
   const open: Array<{ close(): Promise<void> }> = [];
@@ -16,19 +15,9 @@ describe("the vercel transport against the emulated Vercel Queue service", () =>
   });
 
   async function setUp(reply?: () => Reply, env: Record<string, string> = {}) {
-    const receiver = await startReceiver(reply);
-    const harness = await startHarness(pgliteFactory, { driver: "vercel", env });
-    open.push(harness, receiver);
-    await harness.accounts("acc_alice");
-    const hook = await harness.call("POST", "/v3/webhooks", {
-      account: "acc_alice",
-      body: { url: `${receiver.url}/hook`, events: ["*"] },
-    });
-    expect(hook.status).toBe(201);
-    const account = await harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice" } });
-    expect(account.status).toBe(200);
-    await harness.settled();
-    return { harness, receiver, webhookId: hook.body.id as string };
+    const subscribed = await startSubscribedHarness({ ...(reply ? { reply } : {}), env, account: true });
+    open.push(subscribed);
+    return subscribed;
   }
 
   const createDebts = async (harness: Harness, n: number) => {
@@ -101,7 +90,7 @@ describe("the vercel transport against the emulated Vercel Queue service", () =>
       async () => deliverMessagesOf(harness, dispatch!.id),
       (found) => found.length === 2,
     );
-    expect(messages.map((m) => m.idempotencyKey)).toEqual([`${dispatch!.id}:1`, `${dispatch!.id}:2`]);
+    expect(messages.map((m) => m.idempotencyKey)).toEqual([`${dispatch!.id}:1:1`, `${dispatch!.id}:1:2`]);
     expect(messages[1]!.delaySeconds).toBeGreaterThanOrEqual(3_600);
     expect(dispatch!.nextAttemptAt.getTime() - Date.now()).toBeGreaterThan(3_590_000);
   });

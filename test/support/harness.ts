@@ -7,8 +7,10 @@ import { account } from "../../lib/db/schema.ts";
 import { createHooklane, createVercelLane, startLane } from "../../lib/create-hooklane.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
+import type { SweepReport } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
-import { startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-queue-emulator.ts";
+import { shiftLedgerTime } from "./ledger-time.ts";
+import { laneTrigger, startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-queue-emulator.ts";
 
 export interface Harness {
   hooklane: Hooklane;
@@ -34,8 +36,16 @@ export interface Harness {
   settled(): Promise<void>;
   /** The emulated Vercel Queue service, with the vercel driver. */
   queue: VercelQueueEmulator | undefined;
-  /** Runs the transport's sweep once (vercel driver; the postgres lane needs none). */
+  /** Runs the transport's sweep once (vercel driver; the postgres lane needs none): route and deliver messages sent. */
   sweep(): Promise<{ routes: number; dispatches: number }>;
+  /** Runs the vercel sweep once with a budget and a clock of the test's, and returns its whole report. */
+  sweepReport(options?: { budgetMs?: number; clock?: () => number }): Promise<SweepReport>;
+  /**
+   * Moves time forward by `ms` for the queue service and the ledger alike
+   * (vercel driver): the emulator's clock advances, and every time the
+   * ledger keeps moves back by as much, so what falls due is due in both.
+   */
+  advance(ms: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -98,12 +108,12 @@ export async function startHarness(
   const queue = driver === "vercel" ? startVercelQueueEmulator() : undefined;
   const hooklane = await createHooklane(config, { database, ...(queue ? { queue: queue.client } : {}) });
   const app = createApp(hooklane);
-  const vercelLane = queue ? createVercelLane(hooklane, { queue: queue.client }) : undefined;
+  const vercelLane = queue ? createVercelLane(hooklane, { now: () => queue.now() }) : undefined;
   let lane: Lane | undefined;
   if (options.lane !== false) {
     if (vercelLane && queue) {
-      // The platform's part: push both topics to the lane function.
-      queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], vercelLane.handler);
+      // The platform's part: push both topics to the lane function, as its trigger in vercel.json says.
+      queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], vercelLane.handler, laneTrigger());
       lane = { workerId: "vercel", stop: () => queue.close() };
     } else {
       lane = await startLane(hooklane);
@@ -141,7 +151,20 @@ export async function startHarness(
     },
     settled: () => hooklane.publisher.settled(),
     queue,
-    sweep: async () => (vercelLane ? vercelLane.sweep() : { routes: 0, dispatches: 0 }),
+    async sweep() {
+      if (!vercelLane) return { routes: 0, dispatches: 0 };
+      const { phases } = await vercelLane.sweep();
+      return { routes: phases.outbox!.items, dispatches: phases.stranded!.items };
+    },
+    async sweepReport(run) {
+      if (!vercelLane) throw new Error("sweepReport needs the vercel driver");
+      return vercelLane.sweep(run);
+    },
+    async advance(ms) {
+      if (!queue) throw new Error("advance needs the vercel driver");
+      await shiftLedgerTime(database, ms);
+      queue.advance(ms);
+    },
     async close() {
       await hooklane.publisher.settled();
       await lane?.stop();

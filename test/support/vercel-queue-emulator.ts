@@ -1,9 +1,31 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { CLOUD_EVENT_TYPE_V2BETA, QueueClient } from "@vercel/queue";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 
-/** One message as the emulated service holds it. */
+/**
+ * The service's documented limits, restated here from the SDK's README
+ * ("Service Limits & Constraints") and type definitions rather than taken
+ * from the product's own module, so the emulator checks the product against
+ * the documentation instead of against itself.
+ */
+const DOCUMENTED = {
+  /** retentionSeconds: default 24 h, 60 s to 7 d. */
+  retention: { default: 86_400, min: 60, max: 604_800 },
+  /** delaySeconds: 0 to 7 d, "cannot exceed retention". */
+  maxDelay: 604_800,
+  /** visibilityTimeoutSeconds: default 300, at most 3,600. */
+  visibility: { default: 300, max: 3_600 },
+  /** idempotencyKey: at most 256 characters; "Dedup window: min(retention, 24h)". */
+  idempotencyKey: { maxLength: 256, maxWindow: 86_400 },
+  /** experimental_sendBatch: "up to 100 messages". */
+  batchSize: 100,
+  /** "Payload size: 100 MB". */
+  maxPayloadBytes: 100 * 1024 * 1024,
+} as const;
+
+/** One message as the emulated service holds it. Times are the emulator's clock. */
 export interface EmulatedMessage {
   id: string;
   topic: string;
@@ -11,35 +33,77 @@ export interface EmulatedMessage {
   contentType: string;
   idempotencyKey: string | undefined;
   delaySeconds: number;
+  retentionSeconds: number;
+  /** The deployment the send was pinned to (`Vqs-Deployment-Id`), or null when unpinned. */
+  deploymentId: string | null;
   createdAt: number;
+  expiresAt: number;
   visibleAt: number;
   deliveryCount: number;
   receiptHandle: string | undefined;
   acknowledged: boolean;
+  /** When each push of it started. */
+  pushedAt: number[];
+}
+
+/** A request the service refused, as the documentation says it would. */
+export interface Refusal {
+  operation: "send" | "batch" | "visibility" | "acknowledge";
+  status: number;
+  reason: string;
+}
+
+export interface ConsumerOptions {
+  /** The trigger's `maxConcurrency`: pushes in flight at once, at most. */
+  maxConcurrency?: number;
+  /** The trigger's `retryAfterSeconds`: redelivery after a failed push that left no directive. */
+  retryAfterSeconds?: number;
+  /** The deployment this consumer belongs to; messages pinned to another deployment never reach it. */
+  deploymentId?: string;
 }
 
 export interface VercelQueueEmulator {
-  /** A real SDK client whose requests this emulator answers. */
+  /** A real SDK client whose requests this emulator answers; its sends are unpinned. */
   readonly client: QueueClient;
+  /** A client of deployment `deploymentId`, whose sends are pinned to it (the SDK's default on Vercel). */
+  clientFor(deploymentId: string): QueueClient;
   readonly messages: EmulatedMessage[];
-  /** Push consumers, as `vercel.json` triggers would register them: topic → function handler. */
-  consume(topics: readonly string[], handler: (request: Request) => Promise<Response>): void;
+  readonly refusals: Refusal[];
+  /** Send requests (single and batch) answered, and the most open at once. */
+  readonly requests: { sends: number; batches: number; peakInFlight: number; peakInFlightMessages: number };
+  /** The most pushes in flight at once, over all consumers. */
+  readonly peakPushes: number;
+  /** The service's clock: real time plus whatever `advance` added. */
+  now(): number;
+  /** Moves the service's clock forward: delayed and invisible messages whose time came are pushed. */
+  advance(ms: number): void;
+  /** Push consumers, as `vercel.json` triggers register them: topic patterns (`prefix-*`) → function handler. */
+  consume(topics: readonly string[], handler: (request: Request) => Promise<Response>, options?: ConsumerOptions): void;
+  /** Deletes a deployment: messages pinned to it are never pushed again. */
+  retire(deploymentId: string): void;
+  /** Makes a message visible now, as an at-least-once service may redeliver early. */
+  redeliverNow(messageId: string): void;
   /** While true, every send answers 500, as during an outage. */
   failSends: boolean;
+  /** While true, single sends answer 202 (accepted for deferred processing, no id) and batch entries `deferred`. */
+  deferSends: boolean;
+  /** Real milliseconds every send request takes to answer (network time). */
+  sendLatencyMs: number;
+  /** The next `count` send requests answer 429 with `Retry-After: retryAfterSeconds`. */
+  throttle(count: number, retryAfterSeconds: number): void;
+  /** Send requests hang, unanswered, until the returned function is called. */
+  stallSends(): () => void;
   /** Payloads of a topic's messages, parsed. */
   payloads(topic: string): unknown[];
-  /** Resolves when no message is visible or in a push (future-delayed ones may remain). */
+  /** Resolves when no message is visible to a consumer and no push is in flight (delayed ones may remain). */
   drained(): Promise<void>;
   /** Stops pushing, waits for pushes in flight, and goes away. */
   close(): Promise<void>;
 }
 
 const REGION = "iad1";
-const VISIBILITY_SECONDS = 30;
-/** What `retryAfterSeconds` in vercel.json would give: redelivery after a failed push without a directive. */
-const RETRY_AFTER_SECONDS = 1;
 
-// One interceptor per process; emulators are told apart by the token their client sends.
+// One interceptor per process; emulators are told apart by the token their clients send.
 const emulators = new Map<string, Emulator>();
 let server: ReturnType<typeof setupServer> | undefined;
 
@@ -47,21 +111,22 @@ function interceptor(): ReturnType<typeof setupServer> {
   if (server) return server;
   const base = "https://*.vercel-queue.com/api/v3/topic";
   const emulatorOf = (request: Request) => emulators.get(request.headers.get("authorization") ?? "");
+  const unknown = (): Response => HttpResponse.text("unknown token", { status: 401 });
   server = setupServer(
-    http.post(`${base}/:topic`, async ({ request, params }) => {
-      const emulator = emulatorOf(request);
-      if (!emulator) return HttpResponse.text("unknown token", { status: 401 });
-      return emulator.send(String(params.topic), request);
+    http.post(`${base}/:topic/batch`, async ({ request, params }) => {
+      return emulatorOf(request)?.sendBatch(String(params.topic), request) ?? unknown();
     }),
-    http.delete(`${base}/:topic/consumer/:group/lease/:handle`, ({ request, params }) => {
-      return emulatorOf(request)?.acknowledge(String(params.handle)) ?? HttpResponse.text("", { status: 401 });
+    http.post(`${base}/:topic`, async ({ request, params }) => {
+      return emulatorOf(request)?.send(String(params.topic), request) ?? unknown();
+    }),
+    http.delete(`${base}/:topic/consumer/:group/lease/:handle`, async ({ request, params }) => {
+      return emulatorOf(request)?.acknowledge(String(params.handle)) ?? unknown();
     }),
     http.patch(`${base}/:topic/consumer/:group/lease/:handle`, async ({ request, params }) => {
+      const emulator = emulatorOf(request);
+      if (!emulator) return unknown();
       const { visibilityTimeoutSeconds } = (await request.json()) as { visibilityTimeoutSeconds: number };
-      return (
-        emulatorOf(request)?.changeVisibility(String(params.handle), visibilityTimeoutSeconds) ??
-        HttpResponse.text("", { status: 401 })
-      );
+      return emulator.changeVisibility(String(params.handle), visibilityTimeoutSeconds);
     }),
   );
   // Deliveries to subscribers go through undici directly and are never intercepted.
@@ -69,13 +134,40 @@ function interceptor(): ReturnType<typeof setupServer> {
   return server;
 }
 
+interface Consumer {
+  patterns: readonly string[];
+  handler: (request: Request) => Promise<Response>;
+  maxConcurrency: number;
+  retryAfterSeconds: number;
+  deploymentId: string | null;
+  inFlight: number;
+}
+
+type Accepted = { ok: true; message: EmulatedMessage | undefined; duplicateOf?: string } | Refused;
+type Refused = { ok: false; status: number; reason: string };
+
 class Emulator implements VercelQueueEmulator {
   readonly messages: EmulatedMessage[] = [];
+  readonly refusals: Refusal[] = [];
+  readonly requests = { sends: 0, batches: 0, peakInFlight: 0, peakInFlightMessages: 0 };
   readonly client: QueueClient;
   failSends = false;
+  deferSends = false;
+  sendLatencyMs = 0;
+  peakPushes = 0;
   readonly #token = `Bearer emulator-${randomBytes(8).toString("hex")}`;
-  readonly #consumers = new Map<string, (request: Request) => Promise<Response>>();
+  readonly #consumers: Consumer[] = [];
+  readonly #retired = new Set<string>();
+  readonly #deduplication = new Map<string, { messageId: string; until: number }>();
   readonly #inFlight = new Set<Promise<void>>();
+  readonly #drainWaiters: Array<() => void> = [];
+  #offset = 0;
+  #throttled = { count: 0, retryAfterSeconds: 0 };
+  #stalled: Promise<void> | undefined;
+  #release: (() => void) | undefined;
+  #openRequests = 0;
+  #openMessages = 0;
+  #pushing = 0;
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -85,9 +177,55 @@ class Emulator implements VercelQueueEmulator {
     this.client = new QueueClient({ region: REGION, token: this.#token.slice(7), deploymentId: null });
   }
 
-  consume(topics: readonly string[], handler: (request: Request) => Promise<Response>): void {
-    for (const topic of topics) this.#consumers.set(topic, handler);
+  clientFor(deploymentId: string): QueueClient {
+    return new QueueClient({ region: REGION, token: this.#token.slice(7), deploymentId });
+  }
+
+  now(): number {
+    return Date.now() + this.#offset;
+  }
+
+  advance(ms: number): void {
+    this.#offset += ms;
     this.#schedule();
+  }
+
+  consume(
+    topics: readonly string[],
+    handler: (request: Request) => Promise<Response>,
+    options: ConsumerOptions = {},
+  ): void {
+    this.#consumers.push({
+      patterns: topics,
+      handler,
+      maxConcurrency: options.maxConcurrency ?? Infinity,
+      retryAfterSeconds: options.retryAfterSeconds ?? 1,
+      deploymentId: options.deploymentId ?? null,
+      inFlight: 0,
+    });
+    this.#schedule();
+  }
+
+  retire(deploymentId: string): void {
+    this.#retired.add(deploymentId);
+  }
+
+  redeliverNow(messageId: string): void {
+    const message = this.messages.find((m) => m.id === messageId);
+    if (message && !message.acknowledged) message.visibleAt = this.now();
+    this.#schedule();
+  }
+
+  throttle(count: number, retryAfterSeconds: number): void {
+    this.#throttled = { count, retryAfterSeconds };
+  }
+
+  stallSends(): () => void {
+    this.#stalled ??= new Promise<void>((resolve) => (this.#release = resolve));
+    return () => {
+      this.#release?.();
+      this.#stalled = undefined;
+    };
   }
 
   payloads(topic: string): unknown[] {
@@ -95,88 +233,204 @@ class Emulator implements VercelQueueEmulator {
   }
 
   async send(topic: string, request: Request): Promise<Response> {
-    if (this.failSends) return HttpResponse.text("service unavailable", { status: 500 });
-    const idempotencyKey = request.headers.get("vqs-idempotency-key") ?? undefined;
-    const duplicate =
-      idempotencyKey && this.messages.find((m) => m.topic === topic && m.idempotencyKey === idempotencyKey);
-    if (duplicate) return HttpResponse.json({ messageId: duplicate.id }, { status: 201 });
-    const delaySeconds = Number(request.headers.get("vqs-delay-seconds") ?? 0);
-    if (!Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > 604_800) {
-      return HttpResponse.text("invalid delay", { status: 400 });
-    }
-    const now = Date.now();
-    const message: EmulatedMessage = {
-      id: `msg_${randomBytes(6).toString("hex")}`,
-      topic,
-      body: new Uint8Array(await request.arrayBuffer()),
-      contentType: request.headers.get("content-type") ?? "application/json",
-      idempotencyKey,
-      delaySeconds,
-      createdAt: now,
-      visibleAt: now + delaySeconds * 1_000,
-      deliveryCount: 0,
-      receiptHandle: undefined,
-      acknowledged: false,
-    };
-    this.messages.push(message);
-    this.#schedule();
-    return HttpResponse.json({ messageId: message.id }, { status: 201 });
+    return this.#answer("send", 1, async () => {
+      const body = new Uint8Array(await request.arrayBuffer());
+      const accepted = this.#accept(topic, request.headers, body);
+      if (!accepted.ok) return this.#refuse("send", accepted);
+      if (this.deferSends) return new HttpResponse(null, { status: 202 });
+      return HttpResponse.json({ messageId: accepted.message?.id ?? accepted.duplicateOf }, { status: 201 });
+    });
+  }
+
+  async sendBatch(topic: string, request: Request): Promise<Response> {
+    const parts = parseMultipart(request.headers.get("content-type") ?? "", await request.arrayBuffer());
+    return this.#answer("batch", parts.length, async () => {
+      if (parts.length < 1 || parts.length > DOCUMENTED.batchSize) {
+        return this.#refuse("batch", { ok: false, status: 400, reason: `a batch holds 1 to ${DOCUMENTED.batchSize}` });
+      }
+      const results = parts.map((part) => {
+        const accepted = this.#accept(topic, part.headers, part.body);
+        if (!accepted.ok) {
+          this.refusals.push({ operation: "batch", status: accepted.status, reason: accepted.reason });
+          return { status: "failed", statusCode: accepted.status, error: accepted.reason, retryable: false };
+        }
+        if (this.deferSends) return { status: "deferred", messageId: null };
+        return { status: "sent", messageId: accepted.message?.id ?? accepted.duplicateOf };
+      });
+      return HttpResponse.json({ results });
+    });
   }
 
   acknowledge(handle: string): Response {
     const message = this.messages.find((m) => m.receiptHandle === handle);
-    if (!message) return HttpResponse.text("", { status: 404 });
-    if (message.acknowledged) return HttpResponse.text("", { status: 409 });
+    if (!message) return this.#refuse("acknowledge", { ok: false, status: 409, reason: "stale receipt handle" });
+    if (message.acknowledged) return HttpResponse.text("", { status: 410 });
     message.acknowledged = true;
     return new HttpResponse(null, { status: 204 });
   }
 
   changeVisibility(handle: string, seconds: number): Response {
+    if (!Number.isFinite(seconds) || seconds < 0 || seconds > DOCUMENTED.visibility.max) {
+      return this.#refuse("visibility", {
+        ok: false,
+        status: 400,
+        reason: `visibilityTimeoutSeconds ${seconds} is outside 0–${DOCUMENTED.visibility.max}`,
+      });
+    }
     const message = this.messages.find((m) => m.receiptHandle === handle && !m.acknowledged);
-    if (!message) return HttpResponse.text("", { status: 404 });
-    message.visibleAt = Date.now() + seconds * 1_000;
+    if (!message) return this.#refuse("visibility", { ok: false, status: 409, reason: "stale receipt handle" });
+    message.visibleAt = this.now() + seconds * 1_000;
     this.#schedule();
     return HttpResponse.json({ success: true });
   }
 
-  async drained(): Promise<void> {
-    for (;;) {
-      while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
-      const now = Date.now();
-      const visible = this.messages.some((m) => !m.acknowledged && m.visibleAt <= now && this.#consumers.has(m.topic));
-      if (!visible && this.#inFlight.size === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+  drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.#drainWaiters.push(resolve);
+      this.#checkDrained();
+    });
   }
 
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#release?.();
     // Let pushes in flight finish their acknowledgements before the service goes away.
     while (this.#inFlight.size > 0) await Promise.allSettled(this.#inFlight);
     emulators.delete(this.#token);
+    for (const resolve of this.#drainWaiters.splice(0)) resolve();
   }
 
-  /** Pushes every visible message, then sleeps until the next becomes visible. */
+  /** Counts a send request, applies outages, throttling, stalls and latency, then answers it. */
+  async #answer(operation: "send" | "batch", messages: number, answer: () => Promise<Response>): Promise<Response> {
+    this.requests[operation === "send" ? "sends" : "batches"]++;
+    this.#openRequests++;
+    this.#openMessages += messages;
+    this.requests.peakInFlight = Math.max(this.requests.peakInFlight, this.#openRequests);
+    this.requests.peakInFlightMessages = Math.max(this.requests.peakInFlightMessages, this.#openMessages);
+    try {
+      if (this.#stalled) await this.#stalled;
+      if (this.sendLatencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.sendLatencyMs));
+      if (this.#closed || this.failSends) return HttpResponse.text("service unavailable", { status: 500 });
+      if (this.#throttled.count > 0) {
+        this.#throttled.count--;
+        this.refusals.push({ operation, status: 429, reason: "rate limited" });
+        return HttpResponse.text("too many requests", {
+          status: 429,
+          headers: { "retry-after": String(this.#throttled.retryAfterSeconds) },
+        });
+      }
+      return await answer();
+    } finally {
+      this.#openRequests--;
+      this.#openMessages -= messages;
+    }
+  }
+
+  #refuse(operation: Refusal["operation"], refused: Refused): Response {
+    this.refusals.push({ operation, status: refused.status, reason: refused.reason });
+    return HttpResponse.text(refused.reason, { status: refused.status });
+  }
+
+  /** One message of a send, judged by the documented limits; a repeated idempotency key is accepted but kept once. */
+  #accept(topic: string, headers: Headers, body: Uint8Array): Accepted {
+    const retentionSeconds = Number(headers.get("vqs-retention-seconds") ?? DOCUMENTED.retention.default);
+    const delaySeconds = Number(headers.get("vqs-delay-seconds") ?? 0);
+    const idempotencyKey = headers.get("vqs-idempotency-key") ?? undefined;
+    const { min, max } = DOCUMENTED.retention;
+    if (!Number.isInteger(retentionSeconds) || retentionSeconds < min || retentionSeconds > max) {
+      return { ok: false, status: 400, reason: `retentionSeconds ${retentionSeconds} is outside ${min}–${max}` };
+    }
+    if (!Number.isInteger(delaySeconds) || delaySeconds < 0 || delaySeconds > DOCUMENTED.maxDelay) {
+      return { ok: false, status: 400, reason: `delaySeconds ${delaySeconds} is outside 0–${DOCUMENTED.maxDelay}` };
+    }
+    if (delaySeconds > retentionSeconds) {
+      return {
+        ok: false,
+        status: 400,
+        reason: `delaySeconds ${delaySeconds} exceeds retentionSeconds ${retentionSeconds}`,
+      };
+    }
+    if (idempotencyKey && idempotencyKey.length > DOCUMENTED.idempotencyKey.maxLength) {
+      return { ok: false, status: 400, reason: `idempotencyKey longer than ${DOCUMENTED.idempotencyKey.maxLength}` };
+    }
+    if (body.byteLength > DOCUMENTED.maxPayloadBytes) return { ok: false, status: 413, reason: "payload too large" };
+    const now = this.now();
+    const dedupKey = `${topic}\u0000${idempotencyKey}`;
+    const seen = idempotencyKey ? this.#deduplication.get(dedupKey) : undefined;
+    if (seen && now < seen.until) return { ok: true, message: undefined, duplicateOf: seen.messageId };
+    const message: EmulatedMessage = {
+      id: `msg_${randomBytes(6).toString("hex")}`,
+      topic,
+      body,
+      contentType: headers.get("content-type") ?? "application/json",
+      idempotencyKey,
+      delaySeconds,
+      retentionSeconds,
+      deploymentId: headers.get("vqs-deployment-id"),
+      createdAt: now,
+      expiresAt: now + retentionSeconds * 1_000,
+      visibleAt: now + delaySeconds * 1_000,
+      deliveryCount: 0,
+      receiptHandle: undefined,
+      acknowledged: false,
+      pushedAt: [],
+    };
+    if (idempotencyKey) {
+      const window = Math.min(retentionSeconds, DOCUMENTED.idempotencyKey.maxWindow) * 1_000;
+      this.#deduplication.set(dedupKey, { messageId: message.id, until: now + window });
+    }
+    this.messages.push(message);
+    this.#schedule();
+    return { ok: true, message };
+  }
+
+  /** The consumer a message goes to: its pinned deployment's, or the newest one for the topic. */
+  #consumerOf(message: EmulatedMessage): Consumer | undefined {
+    if (message.deploymentId && this.#retired.has(message.deploymentId)) return undefined;
+    const matching = this.#consumers.filter((c) =>
+      c.patterns.some((p) => p === message.topic || (p.endsWith("*") && message.topic.startsWith(p.slice(0, -1)))),
+    );
+    return message.deploymentId ? matching.find((c) => c.deploymentId === message.deploymentId) : matching.at(-1);
+  }
+
+  #deliverable(message: EmulatedMessage, now: number): boolean {
+    return !message.acknowledged && now < message.expiresAt && this.#consumerOf(message) !== undefined;
+  }
+
+  /** Pushes every visible message its consumer has room for, then sleeps until the next becomes visible. */
   #schedule(): void {
     if (this.#closed) return;
     clearTimeout(this.#timer);
-    const now = Date.now();
+    const now = this.now();
     let next = Infinity;
     for (const message of this.messages) {
-      if (message.acknowledged || !this.#consumers.has(message.topic)) continue;
-      if (message.visibleAt <= now) this.#push(message);
-      else next = Math.min(next, message.visibleAt);
+      if (!this.#deliverable(message, now)) continue;
+      if (message.visibleAt > now) {
+        next = Math.min(next, message.visibleAt);
+        continue;
+      }
+      const consumer = this.#consumerOf(message)!;
+      if (consumer.inFlight < consumer.maxConcurrency) this.#push(message, consumer);
     }
-    if (next !== Infinity) this.#timer = setTimeout(() => this.#schedule(), next - now);
+    if (next !== Infinity) this.#timer = setTimeout(() => this.#schedule(), Math.max(0, next - now));
+    this.#checkDrained();
   }
 
-  #push(message: EmulatedMessage): void {
-    const handler = this.#consumers.get(message.topic)!;
-    const now = Date.now();
+  #checkDrained(): void {
+    if (this.#drainWaiters.length === 0) return;
+    const now = this.now();
+    const visible = this.messages.some((m) => this.#deliverable(m, now) && m.visibleAt <= now);
+    if (visible || this.#inFlight.size > 0) return;
+    for (const resolve of this.#drainWaiters.splice(0)) resolve();
+  }
+
+  #push(message: EmulatedMessage, consumer: Consumer): void {
+    const now = this.now();
     message.deliveryCount++;
+    message.pushedAt.push(now);
     message.receiptHandle = `rh_${randomBytes(8).toString("hex")}`;
-    message.visibleAt = now + VISIBILITY_SECONDS * 1_000;
+    message.visibleAt = now + DOCUMENTED.visibility.default * 1_000;
     const visibleAtPush = message.visibleAt;
     const request = new Request("https://hooklane.test/api/webhook-out", {
       method: "POST",
@@ -188,25 +442,31 @@ class Emulator implements VercelQueueEmulator {
         "ce-vqsreceipthandle": message.receiptHandle,
         "ce-vqsdeliverycount": String(message.deliveryCount),
         "ce-vqscreatedat": new Date(message.createdAt).toISOString(),
-        "ce-vqsexpiresat": new Date(message.createdAt + 86_400_000).toISOString(),
+        "ce-vqsexpiresat": new Date(message.expiresAt).toISOString(),
         "ce-vqsvisibilitydeadline": new Date(message.visibleAt).toISOString(),
         "ce-vqsregion": REGION,
         "content-type": message.contentType,
       },
       body: message.body,
     });
-    const push = handler(request)
+    consumer.inFlight++;
+    this.#pushing++;
+    this.peakPushes = Math.max(this.peakPushes, this.#pushing);
+    const failed = () => {
+      // A failure that left no directive (visibility unchanged) is redelivered after the trigger's retryAfterSeconds.
+      if (!message.acknowledged && message.visibleAt === visibleAtPush) {
+        message.visibleAt = this.now() + consumer.retryAfterSeconds * 1_000;
+      }
+    };
+    const push = consumer
+      .handler(request)
       .then(async (response) => {
         await response.text();
-        // A failure with no directive (visibility unchanged) is redelivered after retryAfterSeconds.
-        if (!response.ok && !message.acknowledged && message.visibleAt === visibleAtPush) {
-          message.visibleAt = Date.now() + RETRY_AFTER_SECONDS * 1_000;
-        }
-      })
-      .catch(() => {
-        if (!message.acknowledged) message.visibleAt = Date.now() + RETRY_AFTER_SECONDS * 1_000;
-      })
+        if (!response.ok) failed();
+      }, failed)
       .finally(() => {
+        consumer.inFlight--;
+        this.#pushing--;
         this.#inFlight.delete(push);
         this.#schedule();
       });
@@ -214,7 +474,52 @@ class Emulator implements VercelQueueEmulator {
   }
 }
 
-/** A Vercel Queue service emulated behind msw: send with delay and idempotency, push as CloudEvents, visibility, acknowledge, redelivery. */
+/** The parts of a `multipart/mixed` batch send: each message's headers and body. */
+function parseMultipart(contentType: string, raw: ArrayBuffer): Array<{ headers: Headers; body: Uint8Array }> {
+  const boundary = /boundary=([^;]+)/.exec(contentType)?.[1];
+  if (!boundary) return [];
+  const bytes = Buffer.from(raw);
+  const delimiter = Buffer.from(`--${boundary}`);
+  const parts: Array<{ headers: Headers; body: Uint8Array }> = [];
+  let at = bytes.indexOf(delimiter);
+  while (at !== -1) {
+    const start = at + delimiter.length;
+    if (bytes.subarray(start, start + 2).toString() === "--") break;
+    const next = bytes.indexOf(delimiter, start);
+    if (next === -1) break;
+    const part = bytes.subarray(start + 2, next - 2); // after "\r\n", before the "\r\n" that ends the body
+    const split = part.indexOf("\r\n\r\n");
+    const headers = new Headers();
+    for (const line of part.subarray(0, split).toString("utf8").split("\r\n")) {
+      const colon = line.indexOf(":");
+      if (colon > 0) headers.set(line.slice(0, colon).trim(), line.slice(colon + 1).trim());
+    }
+    parts.push({ headers, body: new Uint8Array(part.subarray(split + 4)) });
+    at = next;
+  }
+  return parts;
+}
+
+/** The lane function's queue trigger, as `vercel.json` registers it with the service. */
+export function laneTrigger(): ConsumerOptions {
+  const config = JSON.parse(readFileSync(new URL("../../vercel.json", import.meta.url), "utf8")) as {
+    functions: Record<string, { experimentalTriggers?: Array<{ type: string } & ConsumerOptions> }>;
+  };
+  const trigger = config.functions["api/webhook-out.ts"]?.experimentalTriggers?.find((t) => t.type === "queue/v2beta");
+  if (!trigger) throw new Error("vercel.json has no queue trigger for api/webhook-out.ts");
+  return {
+    ...(trigger.maxConcurrency ? { maxConcurrency: trigger.maxConcurrency } : {}),
+    ...(trigger.retryAfterSeconds ? { retryAfterSeconds: trigger.retryAfterSeconds } : {}),
+  };
+}
+
+/**
+ * A Vercel Queue service emulated behind msw, with the documented limits
+ * (retention and expiry, maximum delay and visibility refused beyond them, a
+ * finite deduplication window, batch sends, 202 and 429 answers), push
+ * consumers with their trigger's concurrency, deployment pinning, and a
+ * clock tests can move forward.
+ */
 export function startVercelQueueEmulator(): VercelQueueEmulator {
   return new Emulator();
 }

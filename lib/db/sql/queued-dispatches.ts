@@ -2,18 +2,50 @@ import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import type { DispatchStatus } from "../schema.ts";
 
-/** Records that deliver messages now carry these dispatches, until `withinMs` from now. */
+/** The attempt a deliver message is for: its dispatch, run and attempt number, and when the row falls due. */
+export interface DeliverTarget {
+  id: string;
+  run: number;
+  attempt: number;
+  /** ≤ 0 when due. */
+  dueInMs: number;
+}
+
+interface TargetRow {
+  id: string;
+  run: number;
+  attempt: number;
+  due_in_ms: number | string;
+}
+
+const toTarget = (row: TargetRow): DeliverTarget => ({
+  id: row.id,
+  run: row.run,
+  attempt: row.attempt,
+  dueInMs: Number(row.due_in_ms),
+});
+
+/**
+ * Records that deliver messages now carry these open dispatches, until
+ * `graceMs` after each falls due, and returns what their messages need (the
+ * run and attempt for the idempotency key, when each is due, by the
+ * database's clock). Finished rows are left out.
+ */
 export async function markDispatchesQueued(
   database: Database,
   ids: readonly string[],
-  withinMs: number,
-): Promise<void> {
-  if (ids.length === 0) return;
-  await database.rows(sql`
-    update webhook_dispatch
-    set queued_until = now() + ${withinMs} * interval '1 millisecond'
-    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+  graceMs: number,
+): Promise<DeliverTarget[]> {
+  if (ids.length === 0) return [];
+  const rows = await database.rows<TargetRow>(sql`
+    update webhook_dispatch d
+    set queued_until = greatest(now(), d.next_attempt_at) + ${graceMs} * interval '1 millisecond'
+    where d.id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+      and d.status in ('pending', 'error')
+    returning d.id, d.run, d.attempt_count + 1 as attempt,
+      (extract(epoch from (d.next_attempt_at - now())) * 1000)::float8 as due_in_ms
   `);
+  return rows.map(toTarget);
 }
 
 /**
@@ -24,8 +56,8 @@ export async function markDispatchesQueued(
 export async function takeStrandedDispatches(
   database: Database,
   options: { limit: number; withinMs: number },
-): Promise<Array<{ id: string; attempt: number }>> {
-  const rows = await database.rows<{ id: string; attempt_count: number }>(sql`
+): Promise<DeliverTarget[]> {
+  const rows = await database.rows<TargetRow>(sql`
     with stranded as (
       select d.id from webhook_dispatch d
       where d.status in ('pending', 'error')
@@ -40,38 +72,43 @@ export async function takeStrandedDispatches(
     update webhook_dispatch d
     set queued_until = now() + ${options.withinMs} * interval '1 millisecond'
     from stranded where d.id = stranded.id
-    returning d.id, d.attempt_count
+    returning d.id, d.run, d.attempt_count + 1 as attempt, 0::float8 as due_in_ms
   `);
-  return rows.map((row) => ({ id: row.id, attempt: row.attempt_count + 1 }));
+  return rows.map(toTarget);
 }
 
-export interface DispatchState {
+export interface DispatchState extends DeliverTarget {
   status: DispatchStatus;
   webhookActive: boolean;
-  /** ≤ 0 when due. */
-  dueInMs: number;
-  leased: boolean;
+  /** How long the lease on it still holds; ≤ 0 when none does. */
+  leaseLeftMs: number;
 }
 
 /** Why a dispatch named by a message could not be claimed. Undefined when it no longer exists. */
 export async function dispatchState(database: Database, id: string): Promise<DispatchState | undefined> {
-  const [row] = await database.rows<{
-    status: DispatchStatus;
-    webhook_active: boolean;
-    due_in_ms: number | string;
-    leased: boolean;
-  }>(sql`
-    select d.status, w.status = 'active' as webhook_active,
+  const [row] = await database.rows<
+    TargetRow & { status: DispatchStatus; webhook_active: boolean; lease_left_ms: number | string }
+  >(sql`
+    select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' as webhook_active,
       (extract(epoch from (d.next_attempt_at - now())) * 1000)::float8 as due_in_ms,
-      coalesce(d.locked_until > now(), false) as leased
+      coalesce(extract(epoch from (d.locked_until - now())) * 1000, 0)::float8 as lease_left_ms
     from webhook_dispatch d join webhook w on w.id = d.webhook_id
     where d.id = ${id}
   `);
   if (!row) return undefined;
-  return { status: row.status, webhookActive: row.webhook_active, dueInMs: Number(row.due_in_ms), leased: row.leased };
+  return {
+    ...toTarget(row),
+    status: row.status,
+    webhookActive: row.webhook_active,
+    leaseLeftMs: Number(row.lease_left_ms),
+  };
 }
 
-/** Forgets that a message carries this dispatch (its message was acknowledged without an attempt). */
-export async function clearDispatchQueued(database: Database, id: string): Promise<void> {
-  await database.rows(sql`update webhook_dispatch set queued_until = null where id = ${id}`);
+/** Forgets that messages carry these dispatches (never sent, or acknowledged without an attempt). */
+export async function clearDispatchesQueued(database: Database, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await database.rows(sql`
+    update webhook_dispatch set queued_until = null
+    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+  `);
 }

@@ -14,8 +14,14 @@ export const routeMessageSchema = z.object({
 });
 export type RouteMessage = z.infer<typeof routeMessageSchema>;
 
-/** One dispatch to attempt: sent by the route stage, consumed by the deliver stage. */
+/**
+ * One dispatch to attempt: sent by the route stage, consumed by the deliver
+ * stage. `run` and `attempt` name the attempt it was sent for: once that one
+ * has been made, the message is spent (the next attempt has its own).
+ */
 export const deliverMessageSchema = z.object({
   dispatchId: z.string().regex(/^wd_[a-f0-9]{32}$/),
+  run: z.number().int().min(1).optional(),
+  attempt: z.number().int().min(1).optional(),
 });
 export type DeliverMessage = z.infer<typeof deliverMessageSchema>;

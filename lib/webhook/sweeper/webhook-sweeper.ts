@@ -31,26 +31,74 @@ export async function wakeSweepers(database: Database): Promise<void> {
   await database.rows(sql`select pg_notify(${SWEEP_WAKE_CHANNEL}, '')`);
 }
 
+/** One phase of a sweep with a time budget: a bounded step of work, saying whether more is waiting. */
+export interface SweepPhase {
+  readonly name: string;
+  /** Does one bounded step; `items` counts what it handled (messages sent, rows requeued). */
+  step(): Promise<{ items: number; more: boolean }>;
+}
+
+/** What a sweep with a time budget did, and what it left for the next run. */
+export interface SweepReport {
+  budgetMs: number;
+  elapsedMs: number;
+  phases: Record<string, { steps: number; items: number; more: boolean }>;
+  /** Phases that still had work when the budget ran out, or whose step failed; the next run continues them. */
+  left: string[];
+}
+
 /**
- * Runs every task once, and again while it reports more work (at most
- * `maxRounds` times): the sweeper for a cron (Vercel), where nothing stays up
- * between runs.
+ * Runs `phases`, then every sweeper task, interleaved — one step of each in
+ * turn while it reports more work — until none has any or `budgetMs` is
+ * spent by `clock` (no step starts after that): a backlog in one phase never
+ * keeps the others from running. A failing step is logged and ends its
+ * phase for this run. The sweeper for a cron (Vercel), where nothing stays
+ * up between runs.
  */
-export async function sweepOnce(
+export async function sweepWithin(
   hooklane: Hooklane,
-  options: { workerId: string; now?: () => Date; tasks?: readonly SweeperTask[]; maxRounds?: number },
-): Promise<void> {
-  const context: SweeperContext = { hooklane, workerId: options.workerId, now: options.now ?? (() => new Date()) };
-  for (const task of options.tasks ?? SWEEPER_TASKS) {
-    for (let round = 0; round < (options.maxRounds ?? 20); round++) {
+  options: { workerId: string; budgetMs: number; phases?: readonly SweepPhase[]; clock?: () => number },
+): Promise<SweepReport> {
+  const clock = options.clock ?? Date.now;
+  const context: SweeperContext = { hooklane, workerId: options.workerId, now: () => new Date() };
+  const taskPhases = SWEEPER_TASKS.map((task): SweepPhase => ({
+    name: task.name,
+    step: async () => ({ items: 0, more: await task.run(context) }),
+  }));
+  const phases = [...(options.phases ?? []), ...taskPhases];
+  const report: SweepReport = {
+    budgetMs: options.budgetMs,
+    elapsedMs: 0,
+    phases: Object.fromEntries(phases.map((p) => [p.name, { steps: 0, items: 0, more: true }])),
+    left: [],
+  };
+  const failed: string[] = [];
+  const start = clock();
+  let due = phases;
+  while (due.length > 0 && clock() - start < options.budgetMs) {
+    const again: SweepPhase[] = [];
+    for (const phase of due) {
+      if (clock() - start >= options.budgetMs) {
+        again.push(phase);
+        continue;
+      }
+      const entry = report.phases[phase.name]!;
       try {
-        if (!(await task.run(context))) break;
+        const { items, more } = await phase.step();
+        entry.steps++;
+        entry.items += items;
+        entry.more = more;
+        if (more) again.push(phase);
       } catch (error) {
-        reportTaskFailure(hooklane, task, error);
-        break;
+        reportTaskFailure(hooklane, phase.name, error);
+        failed.push(phase.name);
       }
     }
+    due = again;
   }
+  report.elapsedMs = clock() - start;
+  report.left = [...due.map((p) => p.name), ...failed];
+  return report;
 }
 
 /**
@@ -77,7 +125,7 @@ export async function startSweeper(
     try {
       return await task.run(context);
     } catch (error) {
-      reportTaskFailure(hooklane, task, error);
+      reportTaskFailure(hooklane, task.name, error);
       return false;
     }
   }
@@ -108,7 +156,7 @@ export async function startSweeper(
   };
 }
 
-function reportTaskFailure(hooklane: Hooklane, task: SweeperTask, error: unknown): void {
+function reportTaskFailure(hooklane: Hooklane, task: string, error: unknown): void {
   if (hooklane.database.outage.report(error)) return;
-  hooklane.logger.child({ component: "sweeper" }).error({ err: error, task: task.name }, "sweeper task failed");
+  hooklane.logger.child({ component: "sweeper" }).error({ err: error, task }, "sweeper task failed");
 }

@@ -1,27 +1,33 @@
-import type { MessageMetadata, QueueClient, RetryDirective } from "@vercel/queue";
+import type { MessageMetadata, RetryDirective } from "@vercel/queue";
 import { backoffMs } from "../../../backoff.ts";
 import type { Database } from "../../../db/client.ts";
 import { claimDispatches, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
 import { recordPoisonMessage } from "../../../db/sql/poison-messages.ts";
 import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
-import { clearDispatchQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
+import { clearDispatchesQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
 import { PoisonMessageError } from "../../outbound/webhook-message-errors.ts";
 import { attemptClaimed, recordResults } from "../../outbound/webhook-out-deliver.consumer.ts";
 import type { DeliverDeps } from "../../outbound/webhook-out-deliver.handler.ts";
-import { DELIVER_TOPIC, deliverMessageSchema, ROUTE_TOPIC } from "../../outbound/webhook-out-queue-registrations.ts";
+import {
+  DELIVER_TOPIC,
+  deliverMessageSchema,
+  ROUTE_TOPIC,
+  type DeliverMessage,
+} from "../../outbound/webhook-out-queue-registrations.ts";
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
 import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
+import { LANE_QUEUE, lookAgainPlan, type VercelLaneTimings } from "./vercel-queue-limits.ts";
 import type { VercelTransport } from "./vercel-transport.ts";
 
 /** Handle the same message again later: it came early, a cap held it back, or its route failed. */
 class LookAgainError extends Error {
   override name = "LookAgainError";
   readonly afterSeconds: number;
-  constructor(afterMs: number, reason: string) {
+  constructor(afterSeconds: number, reason: string) {
     super(reason);
-    this.afterSeconds = Math.max(1, Math.ceil(afterMs / 1_000));
+    this.afterSeconds = afterSeconds;
   }
 }
 
@@ -32,22 +38,27 @@ export interface VercelLaneDeps {
   logger: Logger;
   caps: InFlightCaps;
   breaker: BreakerRule;
-  queue: Pick<QueueClient, "handleCallback">;
-  /** Longer than the delivery deadline, so a message is never redelivered mid-attempt. */
-  visibilityTimeoutSeconds: number;
+  /** The message's visibility and the dispatch's lease, tied to the function's maxDuration. */
+  timings: VercelLaneTimings;
   /** Owners' e-mail, when SMTP is configured. */
   mailer?: Mailer | undefined;
+  /** The clock a message's expiry is judged by (the emulator's, in tests). */
+  now?: () => number;
 }
 
 /**
  * Never leaves the backoff to the platform: poison is acknowledged, a message
- * that must be looked at again waits exactly what it was told, and anything
- * else (the database down) backs off per LANE_BACKOFF.queueMessage.
+ * that must be looked at again waits what it was told, and anything else
+ * (the database down) backs off per LANE_BACKOFF.queueMessage — none longer
+ * than the service's longest visibility change.
  */
 export function laneRetryDirective(error: unknown, metadata: Pick<MessageMetadata, "deliveryCount">): RetryDirective {
   if (error instanceof PoisonMessageError) return { acknowledge: true };
-  if (error instanceof LookAgainError) return { afterSeconds: error.afterSeconds };
-  return { afterSeconds: Math.round(backoffMs(LANE_BACKOFF.queueMessage, metadata.deliveryCount - 1) / 1_000) };
+  const afterSeconds =
+    error instanceof LookAgainError
+      ? error.afterSeconds
+      : Math.round(backoffMs(LANE_BACKOFF.queueMessage, metadata.deliveryCount - 1) / 1_000);
+  return { afterSeconds: Math.min(Math.max(1, afterSeconds), LANE_QUEUE.maxLookAgainSeconds) };
 }
 
 /**
@@ -59,56 +70,63 @@ export function laneRetryDirective(error: unknown, metadata: Pick<MessageMetadat
 export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request) => Promise<Response> {
   const { database, transport } = deps;
   const logger = deps.logger.child({ component: "lane" });
+  const now = deps.now ?? Date.now;
+  const consumer = { database, deliver: deps.deliver, logger, breaker: deps.breaker, mailer: deps.mailer };
 
   async function consumeRoute(message: unknown, metadata: MessageMetadata): Promise<void> {
     const outcome = await consumeRouteMessage({ database, transport, logger }, message, metadata.deliveryCount);
-    if (outcome.kind === "retry") throw new LookAgainError(outcome.delayMs, outcome.reason);
+    if (outcome.kind === "retry") throw new LookAgainError(Math.ceil(outcome.delayMs / 1_000), outcome.reason);
   }
 
-  async function consumeDeliver(message: unknown, metadata: MessageMetadata): Promise<void> {
-    const parsed = deliverMessageSchema.safeParse(message);
+  async function consumeDeliver(raw: unknown, metadata: MessageMetadata): Promise<void> {
+    const parsed = deliverMessageSchema.safeParse(raw);
     if (!parsed.success) {
-      await recordPoisonMessage(database, DELIVER_TOPIC, message, parsed.error.message);
+      await recordPoisonMessage(database, DELIVER_TOPIC, raw, parsed.error.message);
       throw new PoisonMessageError(parsed.error.message);
     }
-    const { dispatchId } = parsed.data;
+    const message = parsed.data;
     const workerId = `vercel/${metadata.messageId}`;
     const claim = await claimDispatches(database, {
       workerId,
       limit: 1,
-      leaseMs: deps.visibilityTimeoutSeconds * 1_000,
+      leaseMs: deps.timings.leaseMs,
       caps: deps.caps,
-      onlyId: dispatchId,
+      onlyId: message.dispatchId,
     });
     const [dispatch] = claim.dispatches;
-    if (!dispatch) return settleUnclaimed(dispatchId, claim.waitMs);
-    const consumer = { database, deliver: deps.deliver, logger, breaker: deps.breaker, mailer: deps.mailer };
+    if (!dispatch) return settleUnclaimed(message, claim.waitMs, metadata);
     const result = await attemptClaimed(consumer, dispatch);
     await recordResults(consumer, workerId, [result]);
-    if (result.status === "error" && result.retryInMs !== null) {
-      // Sent after the record, so the message cannot arrive before the row is due.
-      const sent = await transport.sendDeliverMessage(dispatch.id, dispatch.attempt + 1, result.retryInMs);
-      if (!sent) await clearDispatchQueued(database, dispatch.id);
-    }
+    // Sent after the record, for the row as recorded: it cannot arrive before the row is due.
+    if (result.status === "error" && result.retryInMs !== null) await transport.sendDeliver([dispatch.id]);
   }
 
   /**
-   * Acknowledges a message whose dispatch is done, held by another attempt or
-   * paused; looks again later at one not yet due, or held back by a cap, a
-   * rate limit or an open circuit breaker.
+   * Acknowledges a message that is spent (its dispatch is finished or its
+   * attempt was made) or whose webhook is paused; otherwise looks again when
+   * the row falls due, a lease on it ends, or a cap, a rate limit or an open
+   * circuit breaker lets it through — in hops no longer than the service
+   * allows, and from a fresh message when this one would expire first.
    */
-  async function settleUnclaimed(dispatchId: string, waitMs: number | null): Promise<void> {
-    const state = await dispatchState(database, dispatchId);
-    if (!state || state.status === "success" || state.status === "exhausted" || state.leased) return;
+  async function settleUnclaimed(message: DeliverMessage, waitMs: number | null, metadata: MessageMetadata) {
+    const state = await dispatchState(database, message.dispatchId);
+    if (!state || state.status === "success" || state.status === "exhausted") return;
+    const namesAttempt = message.run !== undefined && message.attempt !== undefined;
+    if (namesAttempt && (message.run !== state.run || message.attempt !== state.attempt)) return;
     if (!state.webhookActive) {
       // Re-enabling the webhook makes the sweeper send it again.
-      await clearDispatchQueued(database, dispatchId);
+      await clearDispatchesQueued(database, [state.id]);
       return;
     }
-    throw new LookAgainError(Math.max(state.dueInMs, waitMs ?? 0), `dispatch ${dispatchId} held back`);
+    const wait = Math.max(state.dueInMs, state.leaseLeftMs, waitMs ?? 0);
+    const plan = lookAgainPlan(wait, metadata, now());
+    if ("afterSeconds" in plan) throw new LookAgainError(plan.afterSeconds, `dispatch ${state.id} held back`);
+    const unsent = await transport.sendDeliverMessages([state], { fresh: true });
+    // Not taken: this message stays, backing off like any other failure.
+    if (unsent.length > 0) throw new Error(`dispatch ${state.id}: the queue refused its fresh message`);
   }
 
-  return deps.queue.handleCallback(
+  return transport.queue.handleCallback(
     async (message, metadata) => {
       if (metadata.topicName === ROUTE_TOPIC) await consumeRoute(message, metadata);
       else if (metadata.topicName === DELIVER_TOPIC) await consumeDeliver(message, metadata);
@@ -117,6 +135,6 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
         throw new PoisonMessageError(`no consumer for topic ${metadata.topicName}`);
       }
     },
-    { visibilityTimeoutSeconds: deps.visibilityTimeoutSeconds, retry: laneRetryDirective },
+    { visibilityTimeoutSeconds: deps.timings.visibilitySeconds, retry: laneRetryDirective },
   );
 }

@@ -1,61 +1,57 @@
-import type { QueueClient } from "@vercel/queue";
 import type { Database } from "../../../db/client.ts";
-import { clearDispatchQueued, takeStrandedDispatches } from "../../../db/sql/queued-dispatches.ts";
+import { clearDispatchesQueued, takeStrandedDispatches } from "../../../db/sql/queued-dispatches.ts";
 import { claimRouteJobs, deleteRouteJobs, retryRouteJob } from "../../../db/sql/route-jobs.ts";
-import { ROUTE_TOPIC } from "../../outbound/webhook-out-queue-registrations.ts";
+import type { SweepPhase } from "../../sweeper/webhook-sweeper.ts";
+import { LANE_QUEUE, VERCEL_QUEUES } from "./vercel-queue-limits.ts";
 import { DELIVER_MESSAGE_GRACE_MS, type VercelTransport } from "./vercel-transport.ts";
 
-const BATCH = 500;
+/** Rows one step takes: as many as the transport sends at once. */
+const STEP = VERCEL_QUEUES.batchSize * LANE_QUEUE.sendConcurrency;
+/** How long a forward holds the outbox rows it took; a sweep that dies leaves them to the next after this. */
+const OUTBOX_LEASE_MS = 60_000;
 
 /**
- * What the Vercel transport needs from the sweeper (a cron there, a timer in
- * self-hosted workers): re-send route messages that waited in the fallback
- * during a queue outage, and deliver messages for due dispatches that no
- * message carries (never sent, lost, or a lease that ran out). Returns how
- * many of each it sent; stops at the first failure of the queue.
+ * What the Vercel transport needs from the sweeper (the cron), as two sweep
+ * phases: `outbox` forwards route messages a forward after commit never
+ * carried (a queue outage, a function that died), and `stranded` sends
+ * deliver messages for due dispatches no message carries (never sent, lost,
+ * expired, or a lease that ran out). Each step handles at most STEP rows and
+ * stops its phase when the queue refuses, leaving the rest for the next run.
  */
-export async function sweepVercelTransport(deps: {
+export function vercelSweepPhases(deps: {
   database: Database;
   transport: VercelTransport;
-  queue: Pick<QueueClient, "send">;
   workerId: string;
-}): Promise<{ routes: number; dispatches: number }> {
-  const { database } = deps;
-  let routes = 0;
-  for (;;) {
-    const jobs = await claimRouteJobs(database, { workerId: deps.workerId, limit: BATCH, leaseMs: 60_000 });
-    if (jobs.length === 0) break;
-    const sent: number[] = [];
-    for (const job of jobs) {
-      try {
-        // The event id is the idempotency key: a message the queue did take before failing is not doubled.
-        const message = job.message as { eventId?: string };
-        await deps.queue.send(ROUTE_TOPIC, job.message, message.eventId ? { idempotencyKey: message.eventId } : {});
-        sent.push(job.id);
-      } catch (error) {
-        await deleteRouteJobs(database, sent);
-        await Promise.all(
-          jobs.filter((j) => !sent.includes(j.id)).map((j) => retryRouteJob(database, j.id, 0, String(error))),
+}): SweepPhase[] {
+  const { database, transport } = deps;
+  return [
+    {
+      name: "outbox",
+      async step() {
+        const jobs = await claimRouteJobs(database, { workerId: deps.workerId, limit: STEP, leaseMs: OUTBOX_LEASE_MS });
+        const taken = await transport.forwardRoutes(jobs.map((job) => job.message));
+        await deleteRouteJobs(
+          database,
+          jobs.filter((_, i) => taken[i]).map((job) => job.id),
         );
-        return { routes: routes + sent.length, dispatches: 0 };
-      }
-    }
-    await deleteRouteJobs(database, sent);
-    routes += sent.length;
-  }
-
-  let dispatches = 0;
-  for (;;) {
-    const stranded = await takeStrandedDispatches(database, { limit: BATCH, withinMs: DELIVER_MESSAGE_GRACE_MS });
-    if (stranded.length === 0) break;
-    const results = await Promise.all(stranded.map((d) => deps.transport.sendDeliverMessage(d.id, d.attempt, 0, true)));
-    dispatches += results.filter(Boolean).length;
-    const unsent = stranded.filter((_, i) => !results[i]);
-    if (unsent.length > 0) {
-      // The queue is down: leave them for the next sweep instead of the grace period.
-      await Promise.all(unsent.map((d) => clearDispatchQueued(database, d.id)));
-      break;
-    }
-  }
-  return { routes, dispatches };
+        const refused = jobs.filter((_, i) => !taken[i]);
+        for (const job of refused) await retryRouteJob(database, job.id, 0, "the queue refused the forward");
+        return { items: jobs.length - refused.length, more: jobs.length === STEP && refused.length === 0 };
+      },
+    },
+    {
+      name: "stranded",
+      async step() {
+        const stranded = await takeStrandedDispatches(database, { limit: STEP, withinMs: DELIVER_MESSAGE_GRACE_MS });
+        // Fresh keys: the message that went missing may still sit in the queue's deduplication window.
+        const unsent = await transport.sendDeliverMessages(stranded, { fresh: true });
+        // Refused: due again at the next sweep rather than after the grace.
+        await clearDispatchesQueued(
+          database,
+          unsent.map((d) => d.id),
+        );
+        return { items: stranded.length - unsent.length, more: stranded.length === STEP && unsent.length === 0 };
+      },
+    },
+  ];
 }

@@ -1,9 +1,12 @@
-import type { QueueClient } from "@vercel/queue";
+import { randomUUID } from "node:crypto";
+import { QueueClient, type SendOptions } from "@vercel/queue";
+import { Agent } from "undici";
 import type { Database } from "../../../db/client.ts";
-import type { Logger } from "../../../log/logger.ts";
+import { clearDispatchesQueued, markDispatchesQueued, type DeliverTarget } from "../../../db/sql/queued-dispatches.ts";
 import { deleteRouteJobs, enqueueRouteJob, retryRouteJob } from "../../../db/sql/route-jobs.ts";
+import { forEachBounded } from "../../../for-each-bounded.ts";
 import { errorFacts } from "../../../log/error-facts.ts";
-import { markDispatchesQueued } from "../../../db/sql/queued-dispatches.ts";
+import type { Logger } from "../../../log/logger.ts";
 import {
   DELIVER_TOPIC,
   ROUTE_TOPIC,
@@ -11,23 +14,56 @@ import {
   type RouteMessage,
 } from "../../outbound/webhook-out-queue-registrations.ts";
 import type { WebhookTransport } from "../webhook-transport.ts";
+import { deliverDelaySeconds, LANE_QUEUE, VERCEL_QUEUES } from "./vercel-queue-limits.ts";
 
-/** How long after its delay a deliver message may take to arrive before the sweeper sends another. */
+/** How long after it falls due a dispatch's deliver message may take to arrive before the sweep sends another. */
 export const DELIVER_MESSAGE_GRACE_MS = 5 * 60_000;
 /** How long the sweep leaves a fresh outbox row to the forward that follows its commit. */
 export const OUTBOX_FORWARD_GRACE_MS = 30_000;
-/** Vercel Queues keeps a message (and its delay) for 7 days at most. */
-const MAX_DELAY_SECONDS = 7 * 86_400;
+
+/** What the transport needs of the queue client: sends, and the push consumer the lane is built from. */
+export type VercelQueue = Pick<QueueClient, "send" | "experimental_sendBatch" | "handleCallback">;
+
+/**
+ * The production queue client: region and credentials from the deployment
+ * (`VERCEL_REGION`, OIDC), sends pinned to it, and sockets that give up on a
+ * silent service (the SDK's own `fetch` has no timeout).
+ */
+export function createQueueClient(): QueueClient {
+  const timeout = LANE_QUEUE.sendTimeoutMs;
+  return new QueueClient({
+    dispatcher: new Agent({ connectTimeout: timeout, headersTimeout: timeout, bodyTimeout: timeout }),
+  });
+}
+
+/** One message to send, and what the send asks for. */
+interface Outgoing {
+  payload: unknown;
+  idempotencyKey: string | undefined;
+  delaySeconds?: number;
+}
 
 export interface VercelTransport extends WebhookTransport {
   readonly name: "vercel";
+  /** The queue client: sends, and the lane's push consumer. */
+  readonly queue: VercelQueue;
   /**
-   * Sends one deliver message for attempt `attempt` of a dispatch, `delayMs`
-   * from now. `unique` makes its idempotency key unique (sweeper re-sends),
-   * so the queue cannot deduplicate it against a lost original.
+   * Sends one deliver message per target, in batches with bounded
+   * concurrency, each delayed until its row is due (cut at
+   * `LANE_QUEUE.maxDelaySeconds`; the lane handles the rest). The
+   * idempotency key is `<dispatch>:<run>:<attempt>`; `fresh` adds a unique
+   * part, for re-sends the queue must not drop as duplicates of an earlier
+   * message. Never throws: resolves to the targets the queue did not take.
    */
-  sendDeliverMessage(dispatchId: string, attempt: number, delayMs: number, unique?: boolean): Promise<boolean>;
-  readonly sent: { route: number; deliver: number; fallback: number };
+  sendDeliverMessages(targets: readonly DeliverTarget[], options?: { fresh?: boolean }): Promise<DeliverTarget[]>;
+  /**
+   * Forwards outbox route messages in batches, keyed by their event id;
+   * resolves, per message, whether the queue took it. A row that is not a
+   * route message goes as it is, for the route consumer to record as poison.
+   * Never throws.
+   */
+  forwardRoutes(messages: readonly unknown[]): Promise<boolean[]>;
+  readonly sent: { route: number; deliver: number; fallback: number; refused: number };
 }
 
 /**
@@ -35,46 +71,90 @@ export interface VercelTransport extends WebhookTransport {
  * (`webhook_route_job`) in the mutation's transaction and forwarded to the
  * queue after commit; the row goes once the queue took it, and the sweep
  * forwards whatever is left (a queue outage, a process that died between
- * commit and forward). Deliver messages that cannot be sent are only logged:
- * the dispatch row is the commitment, and the sweep re-sends any due row no
- * message carries.
+ * commit and forward). A deliver message is sent for what the ledger says
+ * (run, attempt, due time), after the row records that a message carries it;
+ * one the queue refuses is forgotten there, and the sweep sends it again.
+ * Every send keeps the message as long as the service allows and gives up
+ * after `LANE_QUEUE.sendTimeoutMs`.
  */
-export function createVercelTransport(
-  database: Database,
-  queue: Pick<QueueClient, "send">,
-  logger: Logger,
-): VercelTransport {
-  const sent = { route: 0, deliver: 0, fallback: 0 };
+export function createVercelTransport(database: Database, queue: VercelQueue, logger: Logger): VercelTransport {
+  const sent = { route: 0, deliver: 0, fallback: 0, refused: 0 };
   const log = logger.child({ component: "transport" });
 
-  async function sendDeliverMessage(dispatchId: string, attempt: number, delayMs: number, unique = false) {
-    const delaySeconds = Math.min(Math.ceil(delayMs / 1_000), MAX_DELAY_SECONDS);
-    const message: DeliverMessage = { dispatchId };
-    try {
-      await queue.send(DELIVER_TOPIC, message, {
-        idempotencyKey: unique ? `${dispatchId}:${attempt}:${Date.now()}` : `${dispatchId}:${attempt}`,
-        ...(delaySeconds > 0 ? { delaySeconds } : {}),
-      });
-      sent.deliver++;
-      return true;
-    } catch (error) {
-      log.warn({ err: error, dispatchId }, "deliver message not sent; the sweep resends it");
-      return false;
+  /** Sends every message of one topic; resolves, per message, whether the queue took it (sent or deferred). */
+  async function sendAll(topic: string, messages: readonly Outgoing[]): Promise<boolean[]> {
+    const taken = messages.map(() => false);
+    const batches: number[][] = [];
+    for (let i = 0; i < messages.length; i += VERCEL_QUEUES.batchSize) {
+      batches.push(messages.slice(i, i + VERCEL_QUEUES.batchSize).map((_, j) => i + j));
     }
+    let refusal: unknown;
+    // A request the queue refused or never answered stops the rest: during an outage a fan-out costs a few
+    // requests, not one timeout per batch, and what was not sent stays in the ledger for the sweep.
+    let down = false;
+    await forEachBounded(batches, LANE_QUEUE.sendConcurrency, async (batch) => {
+      if (down) return;
+      try {
+        if (batch.length === 1) {
+          const message = messages[batch[0]!]!;
+          await withinDeadline(queue.send(topic, message.payload, sendOptions(message)));
+          taken[batch[0]!] = true;
+          return;
+        }
+        const results = await withinDeadline(
+          queue.experimental_sendBatch(
+            topic,
+            batch.map((i) => ({ payload: messages[i]!.payload, ...sendOptions(messages[i]!) })),
+          ),
+        );
+        results.forEach((result, j) => {
+          if (result.status !== "failed") taken[batch[j]!] = true;
+          else refusal ??= new Error(`${result.statusCode}: ${result.error}`);
+        });
+      } catch (error) {
+        down = true;
+        refusal ??= error;
+      }
+    });
+    const refused = taken.filter((t) => !t).length;
+    if (refused > 0) {
+      sent.refused += refused;
+      log.warn({ err: refusal, topic, refused, of: messages.length }, "the queue did not take every message");
+    }
+    return taken;
+  }
+
+  async function sendDeliverMessages(targets: readonly DeliverTarget[], options: { fresh?: boolean } = {}) {
+    const taken = await sendAll(
+      DELIVER_TOPIC,
+      targets.map((t) => ({
+        payload: { dispatchId: t.id, run: t.run, attempt: t.attempt } satisfies DeliverMessage,
+        idempotencyKey: `${t.id}:${t.run}:${t.attempt}${options.fresh ? `:${randomUUID()}` : ""}`,
+        delaySeconds: deliverDelaySeconds(t.dueInMs),
+      })),
+    );
+    sent.deliver += taken.filter(Boolean).length;
+    return targets.filter((_, i) => !taken[i]);
   }
 
   return {
     name: "vercel",
+    queue,
     sent,
-    sendDeliverMessage,
+    sendDeliverMessages,
+    forwardRoutes: (messages) =>
+      // The event id is the idempotency key: a message sent twice (the forward and a sweep) is delivered once.
+      sendAll(
+        ROUTE_TOPIC,
+        messages.map((message) => ({ payload: message, idempotencyKey: eventIdOf(message) })),
+      ),
     async enqueueRoute(tx, message: RouteMessage) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
       return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: OUTBOX_FORWARD_GRACE_MS }) };
     },
     async routeCommitted({ message, jobId }) {
       try {
-        // The event id is the idempotency key: a sweep that sends it again is not doubled.
-        await queue.send(ROUTE_TOPIC, message, { idempotencyKey: message.eventId });
+        await withinDeadline(queue.send(ROUTE_TOPIC, message, sendOptions({ idempotencyKey: message.eventId })));
       } catch (error) {
         // Due now for the sweep: the grace was only for this forward.
         sent.fallback++;
@@ -85,9 +165,43 @@ export function createVercelTransport(
       await deleteRouteJobs(database, [jobId]);
     },
     async sendDeliver(dispatchIds) {
-      const results = await Promise.all(dispatchIds.map((id) => sendDeliverMessage(id, 1, 0)));
-      const carried = dispatchIds.filter((_, i) => results[i]);
-      await markDispatchesQueued(database, carried, DELIVER_MESSAGE_GRACE_MS);
+      const targets = await markDispatchesQueued(database, dispatchIds, DELIVER_MESSAGE_GRACE_MS);
+      const unsent = await sendDeliverMessages(targets);
+      await clearDispatchesQueued(
+        database,
+        unsent.map((t) => t.id),
+      );
     },
   };
+}
+
+const eventIdOf = (message: unknown): string | undefined => {
+  const eventId = (message as { eventId?: unknown } | null)?.eventId;
+  return typeof eventId === "string" ? eventId : undefined;
+};
+
+function sendOptions(message: Omit<Outgoing, "payload">): SendOptions {
+  return {
+    ...(message.idempotencyKey ? { idempotencyKey: message.idempotencyKey } : {}),
+    retentionSeconds: LANE_QUEUE.retentionSeconds,
+    ...(message.delaySeconds ? { delaySeconds: message.delaySeconds } : {}),
+  };
+}
+
+/** A queue request that has not answered in time counts as refused. */
+export class QueueTimeoutError extends Error {
+  override name = "QueueTimeoutError";
+}
+
+function withinDeadline<T>(request: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  // Abandoned after the deadline, it may still fail later: nobody is waiting for that.
+  request.catch(() => {});
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new QueueTimeoutError(`no answer from the queue within ${LANE_QUEUE.sendTimeoutMs} ms`)),
+      LANE_QUEUE.sendTimeoutMs,
+    );
+  });
+  return Promise.race([request, deadline]).finally(() => clearTimeout(timer));
 }

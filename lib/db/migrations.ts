@@ -1,0 +1,87 @@
+import { fileURLToPath } from "node:url";
+import { sql } from "drizzle-orm";
+import { readMigrationFiles } from "drizzle-orm/migrator";
+// Imported, not read from disk: a function bundle is traced from its imports, and always carries it.
+import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
+import { errorFacts } from "../log/error-facts.ts";
+import type { Database } from "./client.ts";
+
+/** The committed migrations (drizzle-kit's folder and journal). */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL("../../drizzle", import.meta.url));
+
+/** What ops run to bring a database up to date; named by every error that asks for it. */
+export const MIGRATE_COMMAND = "npm run db:migrate";
+
+/** The advisory lock key that serialises concurrent migrators (API + N workers starting together); any constant will do. */
+export const MIGRATION_LOCK = 7_207_311;
+
+/** The database's schema is older than this code: a migration was not run. */
+export class SchemaBehindError extends Error {
+  override name = "SchemaBehindError";
+  /** The newest migration the database has, or null when it has none. */
+  readonly applied: string | null;
+  /** The newest migration this code needs. */
+  readonly needed: string;
+  constructor(applied: string | null, needed: string) {
+    super(
+      `the database schema is behind this code: it has ${applied ?? "no migration"}, this code needs ${needed}. ` +
+        `Run \`${MIGRATE_COMMAND}\` with DATABASE_URL_UNPOOLED (or DATABASE_URL) set to the direct connection string.`,
+    );
+    this.applied = applied;
+    this.needed = needed;
+  }
+}
+
+/**
+ * Applies pending migrations — drizzle's table, drizzle's bookkeeping — in
+ * one transaction that first takes a transaction-scoped advisory lock, so
+ * migrators starting together run one after the other, and the lock cannot
+ * outlive its transaction or be released on another server connection (as
+ * a session lock can behind a transaction-mode pooler).
+ */
+export async function applyMigrations(database: Database): Promise<void> {
+  const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+  await database.transaction(async (tx) => {
+    await tx.rows(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`);
+    await tx.rows(sql`create schema if not exists drizzle`);
+    await tx.rows(sql`
+      create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)
+    `);
+    const [last] = await tx.rows<{ created_at: string | number }>(
+      sql`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`,
+    );
+    for (const migration of migrations) {
+      if (last && Number(last.created_at) >= migration.folderMillis) continue;
+      for (const statement of migration.sql) await tx.rows(sql.raw(statement));
+      await tx.rows(sql`
+        insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})
+      `);
+    }
+  });
+}
+
+/**
+ * Checks, in one statement and without a lock, that the newest migration
+ * this code ships is applied (a newer schema is fine: migrations only add).
+ * Throws SchemaBehindError naming what the database has, what is needed and
+ * the command to run.
+ */
+export async function verifySchema(database: Database): Promise<void> {
+  // An entry's `when` is what drizzle stores as the migration's `created_at`.
+  const entries = journal.entries;
+  const needed = entries.at(-1)!;
+  let applied: number | null;
+  try {
+    const [row] = await database.rows<{ applied: string | number | null }>(
+      sql`select max(created_at) as applied from drizzle.__drizzle_migrations`,
+    );
+    applied = row?.applied == null ? null : Number(row.applied);
+  } catch (error) {
+    // 42P01 undefined table, 3F000 undefined schema: never migrated.
+    if (errorFacts(error).code !== "42P01" && errorFacts(error).code !== "3F000") throw error;
+    applied = null;
+  }
+  if (applied !== null && applied >= needed.when) return;
+  const appliedTag = applied === null ? null : (entries.find((e) => e.when === applied)?.tag ?? "an unknown migration");
+  throw new SchemaBehindError(appliedTag, needed.tag);
+}

@@ -1,0 +1,88 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../../config/env.ts";
+import {
+  deliverDelaySeconds,
+  LANE_QUEUE,
+  lookAgainPlan,
+  sweepBudgetMs,
+  VERCEL_FUNCTIONS,
+  VERCEL_QUEUES,
+  vercelLaneTimings,
+} from "./vercel-queue-limits.ts";
+
+const HOUR = 3_600_000;
+
+describe("the lane's queue settings", () => {
+  it("stay within the service's documented limits", () => {
+    const { retentionSeconds, visibilitySeconds, maxDelaySeconds } = VERCEL_QUEUES;
+    expect(LANE_QUEUE.retentionSeconds).toBeLessThanOrEqual(retentionSeconds.max);
+    expect(LANE_QUEUE.retentionSeconds).toBeGreaterThanOrEqual(retentionSeconds.min);
+    expect(LANE_QUEUE.maxDelaySeconds).toBeLessThanOrEqual(Math.min(maxDelaySeconds, LANE_QUEUE.retentionSeconds));
+    expect(LANE_QUEUE.maxLookAgainSeconds).toBeLessThanOrEqual(visibilitySeconds.max);
+    // The longest delay the published schedule asks for (+24 h, +10 %) and Retry-After's cap fit in one message.
+    expect(LANE_QUEUE.maxDelaySeconds).toBeGreaterThan(86_400 * 1.1);
+  });
+
+  it("are the ones vercel.json gives the lane and sweeper functions", () => {
+    const config = JSON.parse(readFileSync(new URL("../../../../vercel.json", import.meta.url), "utf8"));
+    const lane = config.functions[VERCEL_FUNCTIONS.lane.path];
+    const triggers = lane.experimentalTriggers.filter((t: { type: string }) => t.type === "queue/v2beta");
+    expect(triggers).toHaveLength(VERCEL_QUEUES.triggersPerFunction);
+    expect(lane.maxDuration).toBe(VERCEL_FUNCTIONS.lane.maxDurationSeconds);
+    expect(triggers[0].maxConcurrency).toBe(VERCEL_FUNCTIONS.lane.maxConcurrency);
+    expect(config.functions[VERCEL_FUNCTIONS.sweeper.path].maxDuration).toBe(
+      VERCEL_FUNCTIONS.sweeper.maxDurationSeconds,
+    );
+  });
+});
+
+describe("deliverDelaySeconds", () => {
+  it("asks for the whole wait in seconds, never less, and cuts it at the lane's maximum", () => {
+    expect(deliverDelaySeconds(-5_000)).toBe(0);
+    expect(deliverDelaySeconds(1)).toBe(1);
+    expect(deliverDelaySeconds(26.4 * HOUR)).toBe(95_040);
+    expect(deliverDelaySeconds(10 * 24 * HOUR)).toBe(LANE_QUEUE.maxDelaySeconds);
+  });
+});
+
+describe("lookAgainPlan", () => {
+  const now = Date.parse("2026-12-01T00:00:00Z");
+  const expiresIn = (ms: number) => ({ expiresAt: new Date(now + ms) });
+
+  it("puts a message back for what is left, at most the service's longest visibility change", () => {
+    expect(lookAgainPlan(1_500, expiresIn(48 * HOUR), now)).toEqual({ afterSeconds: 2 });
+    expect(lookAgainPlan(0, expiresIn(48 * HOUR), now)).toEqual({ afterSeconds: 1 });
+    expect(lookAgainPlan(3 * HOUR, expiresIn(48 * HOUR), now)).toEqual({ afterSeconds: 3_600 });
+  });
+
+  it("replaces a message that would come back too close to its expiry", () => {
+    expect(lookAgainPlan(3 * HOUR, expiresIn(90 * 60_000), now)).toEqual({ replace: true });
+    expect(lookAgainPlan(10_000, expiresIn(60 * 60_000), now)).toEqual({ replace: true });
+  });
+});
+
+describe("vercelLaneTimings", () => {
+  it("leases a dispatch as long as the lane's function may live, with the same visibility", () => {
+    expect(vercelLaneTimings({ timeoutMs: 10_000 })).toEqual({
+      visibilitySeconds: VERCEL_FUNCTIONS.lane.maxDurationSeconds,
+      leaseMs: VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000,
+    });
+  });
+
+  it("refuses a delivery deadline that leaves the lane no room within its maxDuration", () => {
+    const timeoutMs = VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000;
+    expect(() => vercelLaneTimings({ timeoutMs })).toThrow(ConfigError);
+    expect(() => vercelLaneTimings({ timeoutMs })).toThrow(/WEBHOOK_TIMEOUT_MS: 60000 ms leaves no room/);
+  });
+});
+
+describe("sweepBudgetMs", () => {
+  it("stops short of the sweeper's maxDuration, and of a nearer invocation deadline", () => {
+    const full = sweepBudgetMs(undefined, 0);
+    expect(full).toBeLessThan(VERCEL_FUNCTIONS.sweeper.maxDurationSeconds * 1_000);
+    expect(full).toBeGreaterThan(0);
+    expect(sweepBudgetMs(new Date(30_000), 0)).toBeLessThan(30_000);
+    expect(sweepBudgetMs(new Date(1_000), 0)).toBe(0);
+  });
+});

@@ -1,0 +1,101 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { VERCEL_FUNCTIONS } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+import { checkVercelOutput, NEVER_STATIC } from "./vercel-output-check.ts";
+
+/** A build output shaped as `vercel build` writes it for this project, fit to ship. */
+function fitDeployment(): { output: string; publicDir: string; root: string } {
+  const root = mkdtempSync(join(tmpdir(), "vercel-output-"));
+  const put = (path: string, content: unknown) => {
+    mkdirSync(dirname(join(root, path)), { recursive: true });
+    writeFileSync(join(root, path), typeof content === "string" ? content : JSON.stringify(content));
+  };
+  const fn = (path: string, config: object) => {
+    const dir = `output/functions/${path.replace(/\.ts$/, ".func")}`;
+    put(`${dir}/.vc-config.json`, { runtime: "nodejs24.x", ...config });
+    put(`${dir}/drizzle/meta/_journal.json`, { entries: [] });
+  };
+  fn("api/index.ts", { maxDuration: 30 });
+  fn(VERCEL_FUNCTIONS.lane.path, {
+    maxDuration: VERCEL_FUNCTIONS.lane.maxDurationSeconds,
+    experimentalTriggers: [
+      { type: "queue/v2beta", topic: "webhook-out-*", maxConcurrency: VERCEL_FUNCTIONS.lane.maxConcurrency },
+    ],
+  });
+  fn(VERCEL_FUNCTIONS.sweeper.path, { maxDuration: VERCEL_FUNCTIONS.sweeper.maxDurationSeconds });
+  put("output/config.json", { crons: [{ path: "/api/cron/webhook-sweeper", schedule: "* * * * *" }] });
+  put("public/robots.txt", "User-agent: *\nDisallow: /\n");
+  put("output/static/robots.txt", "User-agent: *\nDisallow: /\n");
+  return { output: join(root, "output"), publicDir: join(root, "public"), root };
+}
+
+describe("checkVercelOutput", () => {
+  const made: string[] = [];
+  const deployment = () => {
+    const d = fitDeployment();
+    made.push(d.root);
+    return d;
+  };
+  afterEach(() => {
+    for (const root of made.splice(0)) rmSync(root, { recursive: true, force: true });
+  });
+
+  it("passes a deployment that serves only public/", () => {
+    const { output, publicDir } = deployment();
+    expect(checkVercelOutput(output, publicDir)).toEqual([]);
+  });
+
+  it.each(NEVER_STATIC)("fails when %s/ is served as static files", (folder) => {
+    const { output, publicDir } = deployment();
+    mkdirSync(join(output, "static", folder), { recursive: true });
+    writeFileSync(join(output, "static", folder, "file.ts"), "export {};");
+    expect(checkVercelOutput(output, publicDir)).toEqual([
+      `static/${folder}/file.ts is served: ${folder}/ must never be public`,
+    ]);
+  });
+
+  it("fails on a dotfile anywhere, even one public/ holds", () => {
+    const { output, publicDir } = deployment();
+    for (const dir of [join(output, "static"), publicDir]) {
+      mkdirSync(join(dir, "well-known"), { recursive: true });
+      writeFileSync(join(dir, "well-known", ".env"), "SECRET=1");
+    }
+    writeFileSync(join(output, "static", ".prettierrc.json"), "{}");
+    expect(checkVercelOutput(output, publicDir).sort()).toEqual([
+      "static/.prettierrc.json is served: dotfiles must never be public",
+      "static/well-known/.env is served: dotfiles must never be public",
+    ]);
+  });
+
+  it("fails on any served file public/ does not hold", () => {
+    const { output, publicDir } = deployment();
+    writeFileSync(join(output, "static", "ARCHITECTURE.md"), "# Architecture");
+    expect(checkVercelOutput(output, publicDir)).toEqual([
+      expect.stringMatching(/^static\/ARCHITECTURE\.md is served but is not in .*public\/$/),
+    ]);
+  });
+
+  it("fails when the lane's trigger, limits or journal differ from what the product states", () => {
+    const { output, publicDir } = deployment();
+    const lane = join(output, "functions", VERCEL_FUNCTIONS.lane.path.replace(/\.ts$/, ".func"));
+    writeFileSync(
+      join(lane, ".vc-config.json"),
+      JSON.stringify({
+        runtime: "nodejs22.x",
+        maxDuration: 30,
+        experimentalTriggers: [{ type: "queue/v2beta", topic: "webhook-out-route" }],
+      }),
+    );
+    rmSync(join(lane, "drizzle"), { recursive: true });
+    expect(checkVercelOutput(output, publicDir)).toEqual([
+      "api/webhook-out.ts runs on nodejs22.x, not nodejs24.x",
+      "api/webhook-out.ts does not carry drizzle/meta/_journal.json, which its schema check reads",
+      "the lane's queue triggers (webhook-out-route) miss webhook-out-deliver",
+      `the lane's maxDuration is 30, not ${VERCEL_FUNCTIONS.lane.maxDurationSeconds}`,
+      "the lane's maxDuration is the API's, not its own",
+      `the lane's trigger has maxConcurrency unset, not ${VERCEL_FUNCTIONS.lane.maxConcurrency}`,
+    ]);
+  });
+});

@@ -1,0 +1,111 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { DELIVER_TOPIC, ROUTE_TOPIC } from "../lib/webhook/outbound/webhook-out-queue-registrations.ts";
+import { VERCEL_FUNCTIONS, VERCEL_QUEUES } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+
+/** Top-level names that must never be served: the source, its tests and tools, its migrations. */
+export const NEVER_STATIC = ["lib", "test", "app", "scripts", "bench", "drizzle", "catalogue", "api", "docs", ".ci"];
+const SWEEPER_PATH = "/api/cron/webhook-sweeper";
+const NODE_RUNTIME = "nodejs24.x";
+
+interface FunctionConfig {
+  runtime?: string;
+  maxDuration?: number;
+  experimentalTriggers?: Array<{ type: string; topic: string; maxConcurrency?: number }>;
+}
+
+/**
+ * Checks a built deployment (`vercel build`'s `.vercel/output`) against what
+ * the product needs: only the files of `publicDir` served as static files
+ * (never a source folder or a dotfile); the lane its own function with one
+ * queue trigger covering both topics, the `maxDuration` and `maxConcurrency`
+ * VERCEL_FUNCTIONS states, and the migration journal its schema check reads;
+ * the sweeper's `maxDuration` and cron. Returns the problems found, none
+ * when the deployment is fit to ship.
+ */
+export function checkVercelOutput(output: string, publicDir: string): string[] {
+  const problems: string[] = [];
+  problems.push(...checkStatic(join(output, "static"), publicDir));
+
+  const read = (path: string) => JSON.parse(readFileSync(path, "utf8")) as FunctionConfig;
+  const functionDir = (source: string) => join(output, "functions", source.replace(/\.ts$/, ".func"));
+  const functions = {
+    api: "api/index.ts",
+    lane: VERCEL_FUNCTIONS.lane.path,
+    sweeper: VERCEL_FUNCTIONS.sweeper.path,
+  };
+  const built: Partial<Record<keyof typeof functions, FunctionConfig>> = {};
+  for (const [name, source] of Object.entries(functions) as Array<[keyof typeof functions, string]>) {
+    const config = join(functionDir(source), ".vc-config.json");
+    if (!existsSync(config)) {
+      problems.push(`${source} was not built as a function (${relative(output, config)} is missing)`);
+      continue;
+    }
+    built[name] = read(config);
+    if (built[name].runtime !== NODE_RUNTIME) {
+      problems.push(`${source} runs on ${built[name].runtime ?? "an unknown runtime"}, not ${NODE_RUNTIME}`);
+    }
+    // Every function checks the schema against the journal when it starts.
+    if (!existsSync(join(functionDir(source), "drizzle/meta/_journal.json"))) {
+      problems.push(`${source} does not carry drizzle/meta/_journal.json, which its schema check reads`);
+    }
+  }
+
+  const { lane, api, sweeper } = built;
+  if (lane) {
+    const queueTriggers = (lane.experimentalTriggers ?? []).filter((t) => t.type.startsWith("queue/"));
+    if (queueTriggers.length > VERCEL_QUEUES.triggersPerFunction) {
+      problems.push(`the lane has ${queueTriggers.length} queue triggers; Vercel accepts one per function`);
+    }
+    const topics = queueTriggers.map((t) => t.topic);
+    const covers = (topic: string) =>
+      topics.some((p) => p === topic || (p.endsWith("*") && topic.startsWith(p.slice(0, -1))));
+    for (const topic of [ROUTE_TOPIC, DELIVER_TOPIC]) {
+      if (!covers(topic)) problems.push(`the lane's queue triggers (${topics.join(", ") || "none"}) miss ${topic}`);
+    }
+    const expected = VERCEL_FUNCTIONS.lane;
+    if (lane.maxDuration !== expected.maxDurationSeconds) {
+      problems.push(`the lane's maxDuration is ${lane.maxDuration ?? "unset"}, not ${expected.maxDurationSeconds}`);
+    }
+    if (api && lane.maxDuration === api.maxDuration) problems.push("the lane's maxDuration is the API's, not its own");
+    const concurrency = queueTriggers[0]?.maxConcurrency;
+    if (concurrency !== expected.maxConcurrency) {
+      problems.push(`the lane's trigger has maxConcurrency ${concurrency ?? "unset"}, not ${expected.maxConcurrency}`);
+    }
+  }
+  if (sweeper && sweeper.maxDuration !== VERCEL_FUNCTIONS.sweeper.maxDurationSeconds) {
+    problems.push(
+      `the sweeper's maxDuration is ${sweeper.maxDuration ?? "unset"}, not ${VERCEL_FUNCTIONS.sweeper.maxDurationSeconds}`,
+    );
+  }
+  const configPath = join(output, "config.json");
+  const crons = existsSync(configPath)
+    ? ((JSON.parse(readFileSync(configPath, "utf8")) as { crons?: Array<{ path: string }> }).crons ?? [])
+    : [];
+  if (!crons.some((cron) => cron.path === SWEEPER_PATH)) problems.push(`config.json has no cron for ${SWEEPER_PATH}`);
+  return problems;
+}
+
+/** Everything served statically must be a file of `publicDir`, and no source folder or dotfile. */
+function checkStatic(staticDir: string, publicDir: string): string[] {
+  const problems: string[] = [];
+  for (const path of walk(staticDir)) {
+    const top = path.split("/")[0]!;
+    if (NEVER_STATIC.includes(top)) problems.push(`static/${path} is served: ${top}/ must never be public`);
+    else if (path.split("/").some((segment) => segment.startsWith("."))) {
+      problems.push(`static/${path} is served: dotfiles must never be public`);
+    } else if (!existsSync(join(publicDir, path))) {
+      problems.push(`static/${path} is served but is not in ${relative(process.cwd(), publicDir) || publicDir}/`);
+    }
+  }
+  return problems;
+}
+
+/** Every file below `dir`, as paths relative to it ("/"-separated); nothing when it does not exist. */
+function walk(dir: string, prefix = ""): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(join(dir, prefix), { withFileTypes: true }).flatMap((entry) => {
+    const path = prefix ? `${prefix}/${entry.name}` : entry.name;
+    return entry.isDirectory() ? walk(dir, path) : [path];
+  });
+}
