@@ -79,15 +79,20 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       migrate: (client) =>
         migrateNeon(drizzleNeon(client as unknown as neon.PoolClient), { migrationsFolder: MIGRATIONS }),
       drizzle: (logger) => drizzleNeon(pool, { schema, logger }) as unknown as Db,
-      listener: () => new neon.Client(settings.connectionString) as unknown as pg.Client,
+      listener: () => new neon.Client(listenerSettings(settings)) as unknown as pg.Client,
     });
   }
   const pool = new pg.Pool(settings);
   return openPooled("postgres", pool, options.logger ?? silentLogger, {
     migrate: (client) => migratePg(drizzlePg(client), { migrationsFolder: MIGRATIONS }),
     drizzle: (logger) => drizzlePg(pool, { schema, logger }) as unknown as Db,
-    listener: () => new pg.Client({ connectionString: settings.connectionString }),
+    listener: () => new pg.Client(listenerSettings(settings)),
   });
+}
+
+/** The LISTEN session names itself `<application name>-listen`, so operators can find it in pg_stat_activity. */
+function listenerSettings(settings: { connectionString: string; application_name: string }) {
+  return { connectionString: settings.connectionString, application_name: `${settings.application_name}-listen` };
 }
 
 interface QueryCounter {
@@ -121,6 +126,10 @@ async function openPooled(
   pool.on("error", (error) => {
     if (!outage.report(error)) log.warn({ err: error }, "idle database client failed");
   });
+  // A client checked out of the pool (a transaction, between two statements) whose connection dies
+  // emits "error" with no listener of the pool's, which would crash the process. Its caller hears of
+  // it through the statement that was running or the next one, and the pool drops it on release.
+  pool.on("connect", (client) => client.on("error", (error) => void outage.report(error)));
   const lockClient = await pool.connect();
   try {
     await lockClient.query("select pg_advisory_lock($1)", [MIGRATION_LOCK]);

@@ -26,6 +26,8 @@ export interface DeliverLoop {
   /** Resolves when the loop has stopped claiming (after `running()` turned false and it was woken). */
   readonly done: Promise<void>;
   readonly inFlight: number;
+  /** Dispatches claimed and not yet recorded: the leases worth renewing. */
+  readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
   /** Once `running()` is false: waits for the loop to stop claiming, for attempts in flight, and records them. */
   drain(): Promise<void>;
@@ -43,6 +45,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let inFlight = 0;
   let cursor = "";
   let lastClaimAt: Date | undefined;
+  const held = new Set<string>();
   const slotFreed = new Set<() => void>();
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
@@ -71,6 +74,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
 
   function deliverOne(dispatch: ClaimedDispatch): void {
     inFlight++;
+    held.add(dispatch.id);
     void attemptClaimed(options, dispatch)
       .then((result) => {
         completed.push(result);
@@ -91,6 +95,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       try {
         await recordResults(options, workerId, batch);
         completed.splice(0, batch.length);
+        for (const result of batch) held.delete(result.dispatchId);
         failures = 0;
       } catch (error) {
         // The database is unreachable (recordResults isolates everything else): keep the results and
@@ -112,6 +117,9 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     done,
     get inFlight() {
       return inFlight;
+    },
+    get held() {
+      return [...held];
     },
     get lastClaimAt() {
       return lastClaimAt;
