@@ -22,10 +22,12 @@ import { createVercelTransport } from "./webhook/transport/vercel/vercel-transpo
  * Builds the product's services from a configuration: opens (and migrates)
  * the database unless one is given, syncs the catalogue into it when
  * `CATALOGUE_AUTO_SYNC` is on, and wires transport, publisher and auth.
+ * `outboxForwardGraceMs` shortens how long the Vercel sweep leaves a fresh
+ * outbox row to its forward (tests).
  */
 export async function createHooklane(
   config: Config,
-  options: { database?: Database; queue?: QueueClient; logger?: Logger } = {},
+  options: { database?: Database; queue?: QueueClient; logger?: Logger; outboxForwardGraceMs?: number } = {},
 ): Promise<Hooklane> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   const database =
@@ -39,7 +41,9 @@ export async function createHooklane(
   if (config.catalogueAutoSync) await autoSyncCatalogue(database, logger);
   const transport =
     config.queueDriver === "vercel"
-      ? createVercelTransport(database, options.queue ?? new QueueClient(), logger)
+      ? createVercelTransport(database, options.queue ?? new QueueClient(), logger, {
+          ...(options.outboxForwardGraceMs === undefined ? {} : { forwardGraceMs: options.outboxForwardGraceMs }),
+        })
       : createPostgresTransport(database);
   const subscriptions = createSubscriptionCache(database, { logger });
   return {

@@ -26,6 +26,13 @@ export interface VercelQueueEmulator {
   consume(topics: readonly string[], handler: (request: Request) => Promise<Response>): void;
   /** While true, every send answers 500, as during an outage. */
   failSends: boolean;
+  /**
+   * While true, sends get no answer at all: the sender's forward never
+   * completes, as in a process frozen or killed mid-send. Nothing is queued.
+   */
+  holdSends: boolean;
+  /** Answers every held send with 500; the senders see a failure (nothing was queued). */
+  releaseHeld(): void;
   /** Payloads of a topic's messages, parsed. */
   payloads(topic: string): unknown[];
   /** Resolves when no message is visible or in a push (future-delayed ones may remain). */
@@ -73,6 +80,8 @@ class Emulator implements VercelQueueEmulator {
   readonly messages: EmulatedMessage[] = [];
   readonly client: QueueClient;
   failSends = false;
+  holdSends = false;
+  readonly #held: Array<() => void> = [];
   readonly #token = `Bearer emulator-${randomBytes(8).toString("hex")}`;
   readonly #consumers = new Map<string, (request: Request) => Promise<Response>>();
   readonly #inFlight = new Set<Promise<void>>();
@@ -95,6 +104,9 @@ class Emulator implements VercelQueueEmulator {
   }
 
   async send(topic: string, request: Request): Promise<Response> {
+    if (this.holdSends) {
+      return new Promise((resolve) => this.#held.push(() => resolve(HttpResponse.text("gone", { status: 500 }))));
+    }
     if (this.failSends) return HttpResponse.text("service unavailable", { status: 500 });
     const idempotencyKey = request.headers.get("vqs-idempotency-key") ?? undefined;
     const duplicate =
@@ -121,6 +133,10 @@ class Emulator implements VercelQueueEmulator {
     this.messages.push(message);
     this.#schedule();
     return HttpResponse.json({ messageId: message.id }, { status: 201 });
+  }
+
+  releaseHeld(): void {
+    for (const answer of this.#held.splice(0)) answer();
   }
 
   acknowledge(handle: string): Response {
@@ -151,6 +167,7 @@ class Emulator implements VercelQueueEmulator {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.releaseHeld();
     clearTimeout(this.#timer);
     // Let pushes in flight finish their acknowledgements before the service goes away.
     while (this.#inFlight.size > 0) await Promise.allSettled(this.#inFlight);

@@ -34,8 +34,9 @@ export interface VercelTransport extends WebhookTransport {
  * The Vercel Queues transport. A route message is written to the outbox
  * (`webhook_route_job`) in the mutation's transaction and forwarded to the
  * queue after commit; the row goes once the queue took it, and the sweep
- * forwards whatever is left (a queue outage, a process that died between
- * commit and forward). Deliver messages that cannot be sent are only logged:
+ * forwards whatever is left (a queue outage at once, a process that died
+ * between commit and forward once `forwardGraceMs` has passed; default
+ * OUTBOX_FORWARD_GRACE_MS). Deliver messages that cannot be sent are only logged:
  * the dispatch row is the commitment, and the sweep re-sends any due row no
  * message carries.
  */
@@ -43,7 +44,9 @@ export function createVercelTransport(
   database: Database,
   queue: Pick<QueueClient, "send">,
   logger: Logger,
+  options: { forwardGraceMs?: number } = {},
 ): VercelTransport {
+  const forwardGraceMs = options.forwardGraceMs ?? OUTBOX_FORWARD_GRACE_MS;
   const sent = { route: 0, deliver: 0, fallback: 0 };
   const log = logger.child({ component: "transport" });
 
@@ -69,7 +72,7 @@ export function createVercelTransport(
     sendDeliverMessage,
     async enqueueRoute(tx, message: RouteMessage) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
-      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: OUTBOX_FORWARD_GRACE_MS }) };
+      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs }) };
     },
     async routeCommitted({ message, jobId }) {
       try {
