@@ -17,8 +17,8 @@ export interface PostgresCluster {
   readonly logFile: string;
   /** `pg_ctl restart -m fast`: every session is cut, the server is back when this resolves. */
   restart(): Promise<void>;
-  /** `pg_ctl stop -m fast`. */
-  stop(): Promise<void>;
+  /** `pg_ctl stop`: `fast` closes sessions cleanly, `immediate` is a crash (recovery from the WAL at the next start). */
+  stop(mode: "fast" | "immediate"): Promise<void>;
   start(): Promise<void>;
   /** Runs one statement on a connection of its own and closes it. */
   query<T extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<T[]>;
@@ -92,7 +92,7 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
     port,
     logFile,
     restart: () => pgCtl("restart", "-m", "fast", "-l", logFile, "-o", options),
-    stop: () => pgCtl("stop", "-m", "fast"),
+    stop: (mode) => pgCtl("stop", "-m", mode),
     start,
     async query<T extends pg.QueryResultRow>(text: string, values: unknown[] = []) {
       const client = new pg.Client({ connectionString: url, application_name: "hooklane-drill" });

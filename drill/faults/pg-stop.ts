@@ -5,9 +5,11 @@ import type { DrillPlan } from "../run-drill.ts";
 const LOG_BUDGET = 50;
 
 /**
- * PostgreSQL stopped for seconds under load: the API answers 503 meanwhile
- * (nothing acknowledged), the lane waits, and the whole outage costs a few
- * log lines per process — never a client object, a query or its parameters.
+ * PostgreSQL crashes (`pg_ctl stop -m immediate`) under load and stays down
+ * for seconds: what committed before must survive its recovery, the API
+ * answers 503 meanwhile (nothing acknowledged), the lane waits, and the whole
+ * outage costs a few log lines per process — never a client object, a query
+ * or its parameters.
  */
 export function pgStop(sizes: DrillSizes): DrillPlan {
   const { at: stopAt, down, seconds } = sizes.pgStop;
@@ -18,8 +20,8 @@ export function pgStop(sizes: DrillSizes): DrillPlan {
     tail: 5,
     async inject({ at, fault, stack }) {
       await at(stopAt);
-      await fault(`pg_ctl stop, ${down} s, pg_ctl start`, async () => {
-        await stack.cluster.stop();
+      await fault(`pg_ctl stop -m immediate, ${down} s, pg_ctl start`, async () => {
+        await stack.cluster.stop("immediate");
         await new Promise((resolve) => setTimeout(resolve, down * 1_000));
         await stack.cluster.start();
       });

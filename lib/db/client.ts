@@ -139,7 +139,7 @@ async function openPooled(
     lockClient.release();
   }
   const counter = queryCounter();
-  const listener = createSharedListener({ connect: driver.listener, logger: log });
+  const listener = createSharedListener({ connect: driver.listener, logger: log, outage });
   return facade(kind, driver.drizzle(counter), {
     listen: listener.listen,
     listenerHealth: () => listener.health,
