@@ -27,6 +27,8 @@ export interface ProductSettings {
   cpuProfile: boolean;
   /** More environment for every process (a compressed retry schedule, a log level). */
   env?: Record<string, string>;
+  /** How long a process may take to be ready before it is killed and the start fails (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 export interface ProductProcess {
@@ -139,7 +141,8 @@ async function startProduct(
 
   await new Promise<void>((resolve, reject) => {
     let seen = "";
-    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within 30 s`)), 30_000);
+    const limitMs = settings.startTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within ${limitMs} ms`)), limitMs);
     const fail = (error: Error) => {
       clearTimeout(timer);
       child.kill("SIGKILL");

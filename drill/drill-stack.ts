@@ -79,6 +79,8 @@ export async function startDrillStack(options: {
       logDir: options.logDir,
       cpuProfile: false,
       env: { WEBHOOK_RETRY_SCHEDULE: options.retrySchedule },
+      // A process restarted mid-drill shares the machine with everything the drill runs.
+      startTimeoutMs: 120_000,
     };
     const counters = { api: 0, worker: new Map<number, number>() };
     const nextWorkerName = (slot: number) => {
