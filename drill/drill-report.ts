@@ -13,8 +13,6 @@ export interface DrillResults {
   errors: Record<string, string>;
 }
 
-const label = (r: DrillResult) => (r.name === "api-kill" ? `${r.name} #${r.run}` : r.name);
-
 /** One row per drill: the ledger's figures, drain time and latency around the faults. */
 export function summaryTable(drills: readonly DrillResult[]): string {
   return markdownTable(
@@ -35,7 +33,7 @@ export function summaryTable(drills: readonly DrillResult[]): string {
       "verdict",
     ],
     drills.map((r) => [
-      label(r),
+      r.label,
       count(r.ledger.acknowledged),
       count(r.ledger.committed),
       count(r.ledger.published),
@@ -62,7 +60,7 @@ export function checkList(r: DrillResult): string {
     .map(([k, v]) => `${k} × ${v}`)
     .join(", ");
   return [
-    `${label(r)} — ${r.title}`,
+    `${r.label} — ${r.title} (machine load average ${r.loadAverage.toFixed(1)} at the start)`,
     `  load: ${r.load.rate} req/s, ${r.load.concurrency} concurrent, ${count(r.load.sent)} sent, ${count(r.load.skipped)} skipped (all ${r.load.concurrency} busy); 2xx in p50 ${ms(r.load.answer.p50)}, p99 ${ms(r.load.answer.p99)}; not 2xx: ${failed || "none"}`,
     `  faults: ${faults.join("; ")}`,
     ...(figures.length ? [`  ${figures.join(", ")}`] : []),

@@ -56,7 +56,6 @@ export interface DrillStack {
  * that hear the load's event, and one that hears another event only.
  */
 export async function startDrillStack(options: {
-  name: string;
   workers: number;
   logDir: string;
   retrySchedule: string;

@@ -1,3 +1,4 @@
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { now } from "../bench/bench-context.ts";
@@ -70,9 +71,13 @@ export interface DrillPlan {
 
 export interface DrillResult {
   name: DrillName;
+  /** The name, and the run's number for drills run several times. */
+  label: string;
   title: string;
   /** 1-based, for drills run several times. */
   run: number;
+  /** The machine's 1-minute load average when the drill started: on a shared machine, the noise in its figures. */
+  loadAverage: number;
   ok: boolean;
   load: Omit<LoadRecord, "acknowledged"> & { rate: number; concurrency: number; answer: Distribution };
   ledger: LedgerFigures;
@@ -94,12 +99,12 @@ export interface DrillResult {
 export async function runDrill(
   plan: DrillPlan,
   options: DrillOptions,
-  context: { run: number; logDir: string; progress(message: string): void },
+  context: { run: number; runs: number; logDir: string; progress(message: string): void },
 ): Promise<DrillResult> {
   const { sizes } = options;
-  const label = `${plan.name}${context.run > 1 || plan.name === "api-kill" ? ` #${context.run}` : ""}`;
+  const label = context.runs > 1 ? `${plan.name} #${context.run}` : plan.name;
+  const [loadAverage] = loadavg();
   const stack = await startDrillStack({
-    name: plan.name,
     workers: options.workers,
     logDir: join(context.logDir, `${plan.name}-${context.run}`),
     retrySchedule: options.retrySchedule,
@@ -117,27 +122,22 @@ export async function runDrill(
     });
     const startedAt = now();
     const seconds = () => (now() - startedAt) / 1_000;
-    const injected = plan.inject({
-      stack,
-      figures,
-      checks,
-      at: async (at) => void (await sleep(Math.max(0, startedAt + at * 1_000 - now()))),
-      async fault(what, run) {
-        const from = seconds();
-        context.progress(`${label}: ${what} at ${from.toFixed(1)} s (${load.acknowledged} acknowledged so far)`);
-        await run();
-        faults.push({ what, from, to: seconds() });
-      },
-    });
-    // A fault that throws stops the drill after the load, which keeps its schedule.
-    const injection = injected.then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    const injectionError = await injection;
-    if (injectionError) {
+    try {
+      await plan.inject({
+        stack,
+        figures,
+        checks,
+        at: async (at) => void (await sleep(Math.max(0, startedAt + at * 1_000 - now()))),
+        async fault(what, run) {
+          const from = seconds();
+          context.progress(`${label}: ${what} at ${from.toFixed(1)} s (${load.acknowledged} acknowledged so far)`);
+          await run();
+          faults.push({ what, from, to: seconds() });
+        },
+      });
+    } catch (error) {
       await load.stop();
-      throw injectionError;
+      throw error;
     }
     const lastFaultEnd = Math.max(0, ...faults.map((f) => f.to));
     await sleep(Math.max(0, startedAt + Math.max(plan.seconds, lastFaultEnd + plan.tail) * 1_000 - now()));
@@ -174,8 +174,10 @@ export async function runDrill(
     const { acknowledged: _acknowledged, ...loadFigures } = record;
     return {
       name: plan.name,
+      label,
       title: plan.title,
       run: context.run,
+      loadAverage: loadAverage!,
       ok: checks.every((c) => c.ok || (c.timing && options.quick)),
       load: {
         ...loadFigures,

@@ -2,6 +2,7 @@
 // docs/reliability.md, each on its own throwaway PostgreSQL cluster with the
 // API and lane workers as separate processes, a recording receiver and a
 // load; the figures print as they come and land under drill/results/<run>/.
+import { availableParallelism, loadavg } from "node:os";
 import { startRunFolder } from "../bench/run-folder.ts";
 import { checkList, summaryTable, writeDrillReport, type DrillResults } from "./drill-report.ts";
 import { parseDrillOptions, type DrillName, type DrillOptions, type DrillSizes } from "./drill-options.ts";
@@ -43,7 +44,12 @@ const watchdog = setTimeout(() => {
 }, limitMs);
 process.once("SIGINT", () => process.exit(130));
 
-console.log(`hooklane fault drills (${options.quick ? "quick" : "full"}): results in ${resultsDir}`);
+console.log(
+  `hooklane fault drills (${options.quick ? "quick" : "full"}): ${availableParallelism()} CPUs, ` +
+    `load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}; results in ${resultsDir}`,
+);
 const results: DrillResults = {
   runId,
   mode: options.quick ? "quick" : "full",
@@ -58,7 +64,7 @@ for (const name of options.drills) {
   for (let run = 1; run <= runs; run++) {
     console.log(`\n== ${plan.title}${runs > 1 ? ` (run ${run} of ${runs})` : ""}`);
     try {
-      const result = await runDrill(plan, options, { run, logDir, progress });
+      const result = await runDrill(plan, options, { run, runs, logDir, progress });
       results.drills.push(result);
       console.log(`${summaryTable([result])}\n\n${checkList(result)}`);
     } catch (error) {
