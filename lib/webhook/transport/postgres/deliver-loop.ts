@@ -1,4 +1,3 @@
-import { backoffMs } from "../../../backoff.ts";
 import { claimDispatches, type ClaimedDispatch, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
 import type { AttemptResult } from "../../outbound/webhook-out-deliver.handler.ts";
 import {
@@ -6,8 +5,7 @@ import {
   recordResults,
   type DeliverConsumerDeps,
 } from "../../outbound/webhook-out-deliver.consumer.ts";
-import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
-import { runLoop } from "./lane-loop.ts";
+import { backOff, runLoop } from "./lane-loop.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
 
 export interface DeliverLoopOptions extends DeliverConsumerDeps {
@@ -103,7 +101,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
         if (!database.outage.report(error)) options.logger.error({ err: error }, "recording attempts failed");
         failures++;
         if (!options.running() && failures >= 5) break;
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures - 1)));
+        await backOff(database, failures - 1);
       }
     }
     flushing = undefined;

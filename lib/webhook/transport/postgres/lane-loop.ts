@@ -24,15 +24,24 @@ export async function runLoop(
       if (!outage.report(error)) {
         context.logger.error({ err: error, loop: name, failures: failures + 1 }, "lane loop step failed");
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures++));
-        if (outage.down) {
-          void outage.recovered().then(() => {
-            clearTimeout(timer);
-            resolve();
-          });
-        }
-      });
+      await backOff(context.database, failures++);
     }
   }
+}
+
+/**
+ * Waits after `failures` failures in a row (0 for the first), per
+ * LANE_BACKOFF.loop; during a database outage no longer than until the
+ * database answers again.
+ */
+export function backOff(database: Database, failures: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures));
+    if (database.outage.down) {
+      void database.outage.recovered().then(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }
+  });
 }
