@@ -27,9 +27,9 @@ export interface PostgresCluster {
 }
 
 const live = new Set<() => void>();
-// An interrupted drill leaves no server running behind it.
+// An interrupted drill leaves no server running and no folder behind it.
 process.on("exit", () => {
-  for (const stop of live) stop();
+  for (const remove of live) remove();
 });
 
 /**
@@ -57,6 +57,16 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
   const dataDir = join(root, "data");
   const logFile = join(root, "postgres.log");
   const port = await freePort();
+  const [immediate, immediateArgs] = command("pg_ctl", ["-D", dataDir, "-m", "immediate", "stop"]);
+  const remove = () => {
+    try {
+      execFileSync(immediate, immediateArgs, { stdio: "ignore" });
+    } catch {
+      // Not running.
+    }
+    rmSync(root, { recursive: true, force: true });
+  };
+  live.add(remove);
   const [initdb, initArgs] = command("initdb", [
     "-D",
     dataDir,
@@ -67,7 +77,6 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
     "UTF8",
     "--no-instructions",
   ]);
-  await run(initdb, initArgs);
   const options = [
     `-c port=${port}`,
     "-c listen_addresses=127.0.0.1",
@@ -75,16 +84,14 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
     "-c max_connections=200",
   ].join(" ");
   const start = () => pgCtl("start", "-l", logFile, "-o", options);
-  await start();
-  const [immediate, immediateArgs] = command("pg_ctl", ["-D", dataDir, "-m", "immediate", "stop"]);
-  const forget = () => {
-    try {
-      execFileSync(immediate, immediateArgs, { stdio: "ignore" });
-    } catch {
-      // Already stopped.
-    }
-  };
-  live.add(forget);
+  try {
+    await run(initdb, initArgs);
+    await start();
+  } catch (error) {
+    live.delete(remove);
+    remove();
+    throw error;
+  }
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
 
   return {
@@ -104,9 +111,8 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
       }
     },
     async destroy() {
-      live.delete(forget);
-      forget();
-      rmSync(root, { recursive: true, force: true });
+      live.delete(remove);
+      remove();
     },
   };
 }
