@@ -1,27 +1,11 @@
-import { Writable } from "node:stream";
 import { expect, it } from "vitest";
-import { createLogger } from "../log/logger.ts";
+import { capturedLogs } from "../../test/support/captured-logs.ts";
 import { createOutageTracker } from "./database-outage.ts";
-
-function capture() {
-  const lines: Array<{ level: number; msg: string }> = [];
-  const logger = createLogger({
-    level: "debug",
-    format: "json",
-    destination: new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-        done();
-      },
-    }),
-  });
-  return { lines, logger };
-}
 
 const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
 
 it("tells an outage in one line, however many failures, and another when the database answers again", async () => {
-  const { lines, logger } = capture();
+  const { lines, logger } = capturedLogs();
   let reachable = false;
   const tracker = createOutageTracker({
     logger,
@@ -47,7 +31,7 @@ it("tells an outage in one line, however many failures, and another when the dat
 });
 
 it("leaves any other error to its caller", () => {
-  const { lines, logger } = capture();
+  const { lines, logger } = capturedLogs();
   const tracker = createOutageTracker({ logger, probe: async () => {} });
   const syntax = Object.assign(new Error('syntax error at or near "selec"'), { code: "42601" });
   expect(tracker.report(syntax)).toBe(false);
@@ -57,7 +41,7 @@ it("leaves any other error to its caller", () => {
 });
 
 it("releases whoever waits for the end of an outage when it is closed", async () => {
-  const { logger } = capture();
+  const { logger } = capturedLogs();
   const tracker = createOutageTracker({ logger, probeEveryMs: 60_000, probe: () => Promise.reject(refused) });
   tracker.report(refused);
   const recovered = tracker.recovered();

@@ -1,4 +1,3 @@
-import { Writable } from "node:stream";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../../app/app.ts";
@@ -6,7 +5,7 @@ import { mintToken } from "../../lib/auth/jwt.ts";
 import { DEVELOPMENT_JWT_SECRET } from "../../lib/config/env.ts";
 import { createHooklane } from "../../lib/create-hooklane.ts";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
-import { createLogger } from "../../lib/log/logger.ts";
+import { capturedLogs } from "../support/captured-logs.ts";
 import { eventually } from "../support/eventually.ts";
 import { testConfig } from "../support/harness.ts";
 import { createTestDatabase } from "../support/postgres.ts";
@@ -17,17 +16,7 @@ let proxy: TcpProxy;
 let database: Database;
 let drop: () => Promise<void>;
 // Every line the database and the API log, parsed.
-const lines: Array<{ level: number; msg: string }> = [];
-const logger = createLogger({
-  level: "debug",
-  format: "json",
-  destination: new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  }),
-});
+const { logger, lines } = capturedLogs();
 
 beforeAll(async () => {
   const created = await createTestDatabase();
@@ -62,6 +51,9 @@ it("fails a transaction whose connection is cut between two statements, and not 
     expect(uncaught).toBeUndefined();
     // The pool dropped the broken client: the next statement gets a fresh connection.
     expect(await database.rows<{ n: number }>(sql`select 3 as n`)).toEqual([{ n: 3 }]);
+    // And the outage the cut began ends when the tracker's probe gets an answer.
+    await database.outage.recovered();
+    expect(database.outage.down).toBe(false);
   } finally {
     process.off("uncaughtException", onUncaught);
   }
@@ -96,6 +88,8 @@ it("answers 503 while the database is down and logs the outage, not each request
     });
   expect((await post("acc_before")).status).toBe(201);
 
+  // Cutting connections in the tests above may have begun an outage of its own: start from none.
+  await database.outage.recovered();
   const mark = lines.length;
   await proxy.down();
   const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => post(`acc_during_${i}`)));
