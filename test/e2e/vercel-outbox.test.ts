@@ -8,7 +8,7 @@ import { startReceiver, type TestReceiver } from "../support/receiver.ts";
 
 const ADMIN = { account: "acc_ops", admin: true };
 /** Long enough for a sweep right after the 2xx to come first, short enough to wait for. */
-const FORWARD_GRACE_MS = 3_000;
+const FORWARD_GRACE_MS = 5_000;
 
 describe("the vercel transport's outbox", () => {
   const open: Array<{ close(): Promise<void> }> = [];
