@@ -25,27 +25,43 @@ export interface ProductSettings {
   logDir: string;
   /** Runs every product process under `--cpu-prof`, writing `<name>.cpuprofile` beside its log. */
   cpuProfile: boolean;
+  /** More environment for every process (a compressed retry schedule, a log level). */
+  env?: Record<string, string>;
+  /** How long a process may take to be ready before it is killed and the start fails (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 export interface ProductProcess {
+  readonly name: string;
   readonly pid: number;
+  /** Where its stdout and stderr go. */
+  readonly logFile: string;
+  /** Resolves with the exit code (null when a signal ended it). */
+  readonly exited: Promise<number | null>;
+  /** Lines it wrote to stderr so far. */
+  stderrLines(): number;
+  /** False once it exited. */
+  alive(): boolean;
   /** Resident and peak resident memory from /proc, in bytes; undefined once it exited. */
   memory(): { rss: number; peak: number } | undefined;
   /** CPU time (user + system) used so far, in milliseconds, at the kernel's 10 ms resolution. */
   cpuMs(): number;
   /** SIGTERM (the product drains), SIGKILL after 15 s. */
   stop(): Promise<void>;
+  /** SIGKILL, as a crash would; resolves once it is gone. */
+  kill(): Promise<void>;
 }
 
 /**
  * The API as `npm run api` runs it (`node app/server.ts` with HOOKLANE_LANE=off),
- * in production mode, publishing when `publish` is set. Resolves once it listens.
+ * in production mode, publishing when `publish` is set, on `port` (a free one
+ * when absent). Resolves once it listens.
  */
 export async function startApi(
   settings: ProductSettings,
-  options: { publish: boolean; name: string },
+  options: { publish: boolean; name: string; port?: number },
 ): Promise<ProductProcess & { url: string }> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const started = await startProduct(settings, {
     script: "app/server.ts",
     name: options.name,
@@ -88,7 +104,8 @@ async function startProduct(
   settings: ProductSettings,
   options: { script: string; name: string; env: Record<string, string>; ready: RegExp },
 ): Promise<ProductProcess> {
-  const log = createWriteStream(join(settings.logDir, `${options.name}.log`));
+  const logFile = join(settings.logDir, `${options.name}.log`);
+  const log = createWriteStream(logFile);
   const profile = settings.cpuProfile
     ? ["--cpu-prof", `--cpu-prof-dir=${settings.logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
     : [];
@@ -107,6 +124,7 @@ async function startProduct(
       WEBHOOK_CONCURRENCY: String(settings.concurrency),
       WEBHOOK_CONNECTIONS_PER_ORIGIN: String(settings.connections),
       CATALOGUE_AUTO_SYNC: "false",
+      ...settings.env,
       ...options.env,
     },
   });
@@ -115,15 +133,20 @@ async function startProduct(
   void exited.then(() => live.delete(child));
   child.stdout.pipe(log, { end: false });
   child.stderr.pipe(log, { end: false });
+  let stderrLines = 0;
+  child.stderr.on("data", (chunk: Buffer) => {
+    for (const byte of chunk) if (byte === 0x0a) stderrLines++;
+  });
   void exited.then(() => log.end());
 
   await new Promise<void>((resolve, reject) => {
     let seen = "";
-    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within 30 s`)), 30_000);
+    const limitMs = settings.startTimeoutMs ?? 30_000;
+    const timer = setTimeout(() => fail(new Error(`${options.name} did not start within ${limitMs} ms`)), limitMs);
     const fail = (error: Error) => {
       clearTimeout(timer);
       child.kill("SIGKILL");
-      reject(new Error(`${error.message}; see ${join(settings.logDir, `${options.name}.log`)}`));
+      reject(new Error(`${error.message}; see ${logFile}`));
     };
     child.stdout.on("data", function onData(chunk: Buffer) {
       seen = (seen + chunk.toString("utf8")).slice(-4_096);
@@ -137,10 +160,19 @@ async function startProduct(
   });
 
   return {
+    name: options.name,
     pid: child.pid!,
+    logFile,
+    exited,
+    stderrLines: () => stderrLines,
+    alive: () => child.exitCode === null && child.signalCode === null,
     memory: () => processMemory(child.pid!),
     cpuMs: () => processCpuMs(child.pid!),
     stop: () => stopChild(child, exited, 15_000),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
   };
 }
 
@@ -170,7 +202,8 @@ export function processMemory(pid: number): { rss: number; peak: number } | unde
   return { rss: kb("VmRSS"), peak: kb("VmHWM") };
 }
 
-function freePort(): Promise<number> {
+/** A TCP port nothing listens on right now, on loopback. */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);

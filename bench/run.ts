@@ -3,9 +3,8 @@
 // PostgreSQL, with a table on the terminal and JSON, Markdown and SVG under
 // bench/results/<run>/.
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { mintToken } from "../lib/auth/jwt.ts";
 import type { BenchContext } from "./bench-context.ts";
 import { createBenchDatabase, type BenchDatabase } from "./bench-database.ts";
@@ -15,6 +14,7 @@ import { summarizeCpuProfile } from "./cpuprofile-summary.ts";
 import { describeMachine } from "./machine.ts";
 import { incompleteScenarios, markdownTable, resultRows, writeReport, type BenchResults } from "./report.ts";
 import { forkRpc, type RpcChild } from "./rpc.ts";
+import { startRunFolder } from "./run-folder.ts";
 import { backlogMemory } from "./scenarios/backlog-memory.ts";
 import { dispatchThroughput } from "./scenarios/dispatch-throughput.ts";
 import { endToEnd } from "./scenarios/end-to-end.ts";
@@ -38,19 +38,10 @@ try {
   process.exit(2);
 }
 
-const startedAt = new Date();
-const runId = startedAt.toISOString().replace(/[-:]/g, "").replace(/\..*/, "").replace("T", "-");
-const resultsDir = fileURLToPath(
-  new URL(
-    `./results/${runId}${options.quick ? "-quick" : ""}${options.profile ? "-profile" : ""}${options.asyncCommit ? "-async-commit" : ""}/`,
-    import.meta.url,
-  ),
+const { startedAt, runId, resultsDir, logDir, elapsedSeconds, progress } = startRunFolder(
+  new URL("./results/", import.meta.url),
+  `${options.quick ? "-quick" : ""}${options.profile ? "-profile" : ""}${options.asyncCommit ? "-async-commit" : ""}`,
 );
-const logDir = join(resultsDir, "logs");
-mkdirSync(logDir, { recursive: true });
-const clock = performance.now();
-const progress = (message: string) =>
-  console.log(`  [${((performance.now() - clock) / 1_000).toFixed(1).padStart(5)} s] ${message}`);
 
 // The whole run is bounded: a wedged scenario ends it rather than hanging CI.
 const limitMs = options.quick ? 300_000 : 1_800_000;
@@ -155,7 +146,7 @@ if (options.profile) {
       .map((file) => [file.replace(/\.cpuprofile$/, ""), summarizeCpuProfile(join(logDir, file), 25)]),
   );
 }
-results.durationSeconds = (performance.now() - clock) / 1_000;
+results.durationSeconds = elapsedSeconds();
 const { table, files } = writeReport(results, resultsDir);
 console.log(`\n${table}\n\nwritten: ${files.join(", ")}`);
 const failed = Object.keys(results.errors).length > 0 || incompleteScenarios(results).length > 0;

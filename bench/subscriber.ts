@@ -1,6 +1,8 @@
 // The benchmark's subscriber, in its own process: a minimal keep-alive
 // node:http receiver that answers 200 and records, per POST, its arrival time
-// (on the clock the load generator also uses) and the body's `data.id`.
+// (on the clock the load generator also uses), its path, and the body's `id`
+// and `data.id`. For the fault drills it can also answer late, and be taken
+// down and brought back on the same port.
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serveRpc } from "./rpc.ts";
@@ -11,22 +13,36 @@ export interface SubscriberReady {
 
 /** What arrived since the last reset, in arrival order. */
 export interface Arrivals {
+  /** The body's `data.id`: the resource the event is about. */
   ids: string[];
+  /** The body's `id`: the event. */
+  eventIds: string[];
+  /** The request path, which tells webhooks sharing this receiver apart. */
+  paths: string[];
   /** `performance.timeOrigin + performance.now()`, milliseconds. */
   times: number[];
 }
 
-let arrivals: Arrivals = { ids: [], times: [] };
+const empty = (): Arrivals => ({ ids: [], eventIds: [], paths: [], times: [] });
+let arrivals = empty();
 let waiting: { count: number; resolve(): void } | undefined;
+let answerAfterMs = 0;
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.on("end", () => {
     const at = performance.timeOrigin + performance.now();
-    res.writeHead(200, { "content-type": "text/plain", "content-length": "2" });
-    res.end("ok");
-    arrivals.ids.push(dataId(Buffer.concat(chunks).toString("utf8")));
+    const answer = () => {
+      res.writeHead(200, { "content-type": "text/plain", "content-length": "2" });
+      res.end("ok");
+    };
+    if (answerAfterMs > 0) setTimeout(answer, answerAfterMs);
+    else answer();
+    const body = parse(Buffer.concat(chunks).toString("utf8"));
+    arrivals.ids.push(String(body?.data?.id ?? ""));
+    arrivals.eventIds.push(String(body?.id ?? ""));
+    arrivals.paths.push(req.url ?? "");
     arrivals.times.push(at);
     if (waiting && arrivals.times.length >= waiting.count) {
       waiting.resolve();
@@ -37,39 +53,59 @@ const server = createServer((req, res) => {
 server.keepAliveTimeout = 60_000;
 server.headersTimeout = 65_000;
 
-function dataId(body: string): string {
+function parse(body: string): { id?: unknown; data?: { id?: unknown } } | undefined {
   try {
-    return String(JSON.parse(body)?.data?.id ?? "");
+    return JSON.parse(body);
   } catch {
-    return "";
+    return undefined;
   }
 }
 
-server.listen(0, "127.0.0.1", () => {
-  const { port } = server.address() as AddressInfo;
-  serveRpc(
-    {
-      reset() {
-        arrivals = { ids: [], times: [] };
-      },
-      /** Resolves with the arrival count once `count` POSTs arrived, or when `timeoutMs` runs out. */
-      waitFor({ count, timeoutMs }: { count: number; timeoutMs: number }) {
-        return new Promise<number>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            resolve(arrivals.times.length);
-          };
-          const timer = setTimeout(() => {
-            waiting = undefined;
-            done();
-          }, timeoutMs);
-          if (arrivals.times.length >= count) done();
-          else waiting = { count, resolve: done };
-        });
-      },
-      count: () => arrivals.times.length,
-      arrivals: () => arrivals,
+function listen(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+const port = await listen(0);
+serveRpc(
+  {
+    reset() {
+      arrivals = empty();
     },
-    { url: `http://127.0.0.1:${port}` } satisfies SubscriberReady,
-  );
-});
+    /** Resolves with the arrival count once `count` POSTs arrived, or when `timeoutMs` runs out. */
+    waitFor({ count, timeoutMs }: { count: number; timeoutMs: number }) {
+      return new Promise<number>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          resolve(arrivals.times.length);
+        };
+        const timer = setTimeout(() => {
+          waiting = undefined;
+          done();
+        }, timeoutMs);
+        if (arrivals.times.length >= count) done();
+        else waiting = { count, resolve: done };
+      });
+    },
+    count: () => arrivals.times.length,
+    arrivals: () => arrivals,
+    /** Answers every POST `ms` after it arrived (0: at once), so senders have deliveries in flight. */
+    answerAfter(ms: number) {
+      answerAfterMs = ms;
+    },
+    /** Stops listening and drops every open connection: senders get refused connections. */
+    down() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      return closed;
+    },
+    /** Listens again on the same port. */
+    up: () => listen(port).then(() => undefined),
+  },
+  { url: `http://127.0.0.1:${port}` } satisfies SubscriberReady,
+);

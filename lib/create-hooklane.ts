@@ -30,10 +30,12 @@ import {
  * syncs the catalogue into it when `CATALOGUE_AUTO_SYNC` is on, and wires
  * transport, publisher and auth. With the vercel driver the lane's timings
  * are checked first (a ConfigError names the variable at fault).
+ * `outboxForwardGraceMs` shortens how long the Vercel sweep leaves a fresh
+ * outbox row to its forward (tests).
  */
 export async function createHooklane(
   config: Config,
-  options: { database?: Database; queue?: VercelQueue; logger?: Logger } = {},
+  options: { database?: Database; queue?: VercelQueue; logger?: Logger; outboxForwardGraceMs?: number } = {},
 ): Promise<Hooklane> {
   const logger = options.logger ?? createLogger({ level: config.logLevel, format: config.logFormat });
   if (config.developmentSecrets.length > 0) {
@@ -55,7 +57,9 @@ export async function createHooklane(
   if (config.catalogueAutoSync) await autoSyncCatalogue(database, logger);
   const transport =
     config.queueDriver === "vercel"
-      ? createVercelTransport(database, options.queue ?? createQueueClient(), logger)
+      ? createVercelTransport(database, options.queue ?? createQueueClient(), logger, {
+          ...(options.outboxForwardGraceMs === undefined ? {} : { forwardGraceMs: options.outboxForwardGraceMs }),
+        })
       : createPostgresTransport(database);
   const subscriptions = createSubscriptionCache(database, { logger });
   return {

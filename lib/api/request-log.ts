@@ -7,7 +7,8 @@ import type { HooklaneEnv } from "./hono-env.ts";
 /**
  * `X-Request-Id` on every response (the caller's own when it sent a sane
  * one, else `req_…`), and one log line per request with its id, route,
- * status and duration. Handlers log through `c.var.log`, which carries the id.
+ * status and duration: a warning for a 5xx, except the 503s of a database
+ * outage (told once, by the database's outage tracker), debug otherwise. Handlers log through `c.var.log`, which carries the id.
  */
 export const requestIdentity = requestId({
   limitLength: 128,
@@ -26,6 +27,8 @@ export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
     status,
     durationMs: Math.round((performance.now() - started) * 10) / 10,
   };
-  if (status >= 500) log.warn(line, "request failed");
+  // A 503 during a database outage is the outage's, which the database's tracker logs once.
+  const outage = status === 503 && c.var.hooklane.database?.outage.down;
+  if (status >= 500 && !outage) log.warn(line, "request failed");
   else log.debug(line, "request");
 });

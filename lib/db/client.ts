@@ -83,14 +83,19 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     const pool = new neon.Pool(settings);
     return openPooled("neon", pool as unknown as pg.Pool, options, {
       drizzle: (logger) => drizzleNeon(pool, { schema, logger }) as unknown as Db,
-      listener: () => new neon.Client(settings.connectionString) as unknown as pg.Client,
+      listener: () => new neon.Client(listenerSettings(settings)) as unknown as pg.Client,
     });
   }
   const pool = new pg.Pool(settings);
   return openPooled("postgres", pool, options, {
     drizzle: (logger) => drizzlePg(pool, { schema, logger }) as unknown as Db,
-    listener: () => new pg.Client({ connectionString: settings.connectionString }),
+    listener: () => new pg.Client(listenerSettings(settings)),
   });
+}
+
+/** The LISTEN session names itself `<application name>-listen`, so operators can find it in pg_stat_activity. */
+function listenerSettings(settings: { connectionString: string; application_name: string }) {
+  return { connectionString: settings.connectionString, application_name: `${settings.application_name}-listen` };
 }
 
 interface QueryCounter {
@@ -123,9 +128,13 @@ async function openPooled(
   pool.on("error", (error) => {
     if (!outage.report(error)) log.warn({ err: error }, "idle database client failed");
   });
+  // A client checked out of the pool (a transaction, between two statements) whose connection dies
+  // emits "error" with no listener of the pool's, which would crash the process. Its caller hears of
+  // it through the statement that was running or the next one, and the pool drops it on release.
+  pool.on("connect", (client) => client.on("error", (error) => void outage.report(error)));
   if (options.vercelFunction) attachDatabasePool(pool);
   const counter = queryCounter();
-  const listener = createSharedListener({ connect: driver.listener, logger: log });
+  const listener = createSharedListener({ connect: driver.listener, logger: log, outage });
   const database = facade(kind, driver.drizzle(counter), {
     listen: listener.listen,
     listenerHealth: () => listener.health,

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import type { Logger } from "../log/logger.ts";
 import { backoffMs, type Backoff } from "../backoff.ts";
+import type { OutageTracker } from "./database-outage.ts";
 
 /** Reconnecting a lost LISTEN session: 100 ms, doubling to 5 s. */
 const LISTENER_BACKOFF: Backoff = { baseMs: 100, maxMs: 5_000, jitter: 0.2 };
@@ -28,8 +29,15 @@ export interface SharedListener {
  * blip) it reconnects with backoff, issues LISTEN again for every channel,
  * and then wakes every subscriber once so nothing NOTIFY'd meanwhile is
  * waited on until the next poll. Loss and recovery are one log line each.
+ * While the database is known to be down, the next try comes as soon as it
+ * answers again rather than at the end of the backoff.
  */
-export function createSharedListener(options: { connect: () => pg.Client; logger: Logger }): SharedListener {
+export function createSharedListener(options: {
+  connect: () => pg.Client;
+  logger: Logger;
+  /** The pool's outage tracker: while it knows of an outage, a reconnection is tried as soon as it ends. */
+  outage?: OutageTracker;
+}): SharedListener {
   const { logger } = options;
   const handlers = new Map<string, Set<(payload: string) => void>>();
   let client: pg.Client | undefined;
@@ -70,8 +78,16 @@ export function createSharedListener(options: { connect: () => pg.Client; logger
 
   function schedule(): void {
     if (closed || retry) return;
-    retry = setTimeout(reconnect, backoffMs(LISTENER_BACKOFF, failures++));
-    retry.unref();
+    const timer = setTimeout(reconnect, backoffMs(LISTENER_BACKOFF, failures++));
+    timer.unref();
+    retry = timer;
+    if (options.outage?.down) {
+      void options.outage.recovered().then(() => {
+        if (retry !== timer) return;
+        clearTimeout(timer);
+        void reconnect();
+      });
+    }
   }
 
   async function reconnect(): Promise<void> {

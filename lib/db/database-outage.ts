@@ -34,6 +34,12 @@ export interface OutageTracker {
   report(error: unknown): boolean;
   /** True while the database is believed unreachable. */
   readonly down: boolean;
+  /**
+   * Resolves when the outage under way ends (the probe got an answer) or the
+   * tracker is closed; at once when there is none. Lets a loop backing off
+   * start again as soon as the database is back.
+   */
+  recovered(): Promise<void>;
   /** Stops probing (the database is being closed). */
   close(): void;
 }
@@ -59,6 +65,12 @@ export function createOutageTracker(options: {
   let remindedAt = 0;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  // One promise per outage, however many loops wait on it.
+  let recovery: PromiseWithResolvers<void> | undefined;
+  const endRecovery = () => {
+    recovery?.resolve();
+    recovery = undefined;
+  };
 
   const probe = () => {
     timer = undefined;
@@ -68,6 +80,7 @@ export function createOutageTracker(options: {
         if (since === undefined) return;
         logger.info({ outageMs: now() - since, failures }, "database reachable again");
         since = undefined;
+        endRecovery();
       },
       () => {
         if (!closed) timer = setTimeout(probe, probeEveryMs).unref();
@@ -92,9 +105,15 @@ export function createOutageTracker(options: {
     get down() {
       return since !== undefined;
     },
+    recovered() {
+      if (since === undefined || closed) return Promise.resolve();
+      recovery ??= Promise.withResolvers<void>();
+      return recovery.promise;
+    },
     close() {
       closed = true;
       clearTimeout(timer);
+      endRecovery();
     },
   };
 }

@@ -100,13 +100,17 @@ export const HARNESS_START_MS = 90_000;
 
 export async function startHarness(
   factory: DatabaseFactory,
-  options: { env?: Record<string, string>; lane?: boolean; driver?: Driver } = {},
+  options: { env?: Record<string, string>; lane?: boolean; driver?: Driver; outboxForwardGraceMs?: number } = {},
 ): Promise<Harness> {
   const { database, databaseUrl, drop } = await factory();
   const driver = options.driver ?? "postgres";
   const config = testConfig({ WEBHOOK_QUEUE_DRIVER: driver, ...options.env }, databaseUrl);
   const queue = driver === "vercel" ? startVercelQueueEmulator() : undefined;
-  const hooklane = await createHooklane(config, { database, ...(queue ? { queue: queue.client } : {}) });
+  const hooklane = await createHooklane(config, {
+    database,
+    ...(queue ? { queue: queue.client } : {}),
+    ...(options.outboxForwardGraceMs === undefined ? {} : { outboxForwardGraceMs: options.outboxForwardGraceMs }),
+  });
   const app = createApp(hooklane);
   const vercelLane = queue ? createVercelLane(hooklane, { now: () => queue.now() }) : undefined;
   let lane: Lane | undefined;
@@ -166,6 +170,8 @@ export async function startHarness(
       queue.advance(ms);
     },
     async close() {
+      // Forwards the emulated service still holds would never settle otherwise.
+      queue?.releaseHeld();
       await hooklane.publisher.settled();
       await lane?.stop();
       await queue?.close();

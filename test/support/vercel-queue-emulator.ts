@@ -93,6 +93,13 @@ export interface VercelQueueEmulator {
   throttle(count: number, retryAfterSeconds: number): void;
   /** Send requests hang, unanswered, until the returned function is called. */
   stallSends(): () => void;
+  /**
+   * While true, sends get no answer at all: the sender's forward never
+   * completes, as in a process frozen or killed mid-send. Nothing is queued.
+   */
+  holdSends: boolean;
+  /** Answers every held send with 500; the senders see a failure (nothing was queued). */
+  releaseHeld(): void;
   /** Payloads of a topic's messages, parsed. */
   payloads(topic: string): unknown[];
   /** Resolves when no message is visible to a consumer and no push is in flight (delayed ones may remain). */
@@ -155,6 +162,8 @@ class Emulator implements VercelQueueEmulator {
   deferSends = false;
   sendLatencyMs = 0;
   peakPushes = 0;
+  holdSends = false;
+  readonly #held: Array<() => void> = [];
   readonly #token = `Bearer emulator-${randomBytes(8).toString("hex")}`;
   readonly #consumers: Consumer[] = [];
   readonly #retired = new Set<string>();
@@ -233,6 +242,9 @@ class Emulator implements VercelQueueEmulator {
   }
 
   async send(topic: string, request: Request): Promise<Response> {
+    if (this.holdSends) {
+      return new Promise((resolve) => this.#held.push(() => resolve(HttpResponse.text("gone", { status: 500 }))));
+    }
     return this.#answer("send", 1, async () => {
       const body = new Uint8Array(await request.arrayBuffer());
       const accepted = this.#accept(topic, request.headers, body);
@@ -259,6 +271,10 @@ class Emulator implements VercelQueueEmulator {
       });
       return HttpResponse.json({ results });
     });
+  }
+
+  releaseHeld(): void {
+    for (const answer of this.#held.splice(0)) answer();
   }
 
   acknowledge(handle: string): Response {
@@ -293,6 +309,7 @@ class Emulator implements VercelQueueEmulator {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.releaseHeld();
     clearTimeout(this.#timer);
     this.#release?.();
     // Let pushes in flight finish their acknowledgements before the service goes away.

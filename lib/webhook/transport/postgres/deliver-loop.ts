@@ -1,4 +1,3 @@
-import { backoffMs } from "../../../backoff.ts";
 import { claimDispatches, type ClaimedDispatch, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
 import type { AttemptResult } from "../../outbound/webhook-out-deliver.handler.ts";
 import {
@@ -6,8 +5,7 @@ import {
   recordResults,
   type DeliverConsumerDeps,
 } from "../../outbound/webhook-out-deliver.consumer.ts";
-import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
-import { runLoop } from "./lane-loop.ts";
+import { backOff, runLoop } from "./lane-loop.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
 
 export interface DeliverLoopOptions extends DeliverConsumerDeps {
@@ -26,6 +24,8 @@ export interface DeliverLoop {
   /** Resolves when the loop has stopped claiming (after `running()` turned false and it was woken). */
   readonly done: Promise<void>;
   readonly inFlight: number;
+  /** Dispatches claimed and not yet recorded: the leases worth renewing. */
+  readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
   /** Once `running()` is false: waits for the loop to stop claiming, for attempts in flight, and records them. */
   drain(): Promise<void>;
@@ -43,6 +43,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let inFlight = 0;
   let cursor = "";
   let lastClaimAt: Date | undefined;
+  const held = new Set<string>();
   const slotFreed = new Set<() => void>();
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
@@ -71,6 +72,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
 
   function deliverOne(dispatch: ClaimedDispatch): void {
     inFlight++;
+    held.add(dispatch.id);
     void attemptClaimed(options, dispatch)
       .then((result) => {
         completed.push(result);
@@ -91,6 +93,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       try {
         await recordResults(options, workerId, batch);
         completed.splice(0, batch.length);
+        for (const result of batch) held.delete(result.dispatchId);
         failures = 0;
       } catch (error) {
         // The database is unreachable (recordResults isolates everything else): keep the results and
@@ -98,7 +101,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
         if (!database.outage.report(error)) options.logger.error({ err: error }, "recording attempts failed");
         failures++;
         if (!options.running() && failures >= 5) break;
-        await new Promise((resolve) => setTimeout(resolve, backoffMs(LANE_BACKOFF.loop, failures - 1)));
+        await backOff(database, failures - 1);
       }
     }
     flushing = undefined;
@@ -112,6 +115,9 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     done,
     get inFlight() {
       return inFlight;
+    },
+    get held() {
+      return [...held];
     },
     get lastClaimAt() {
       return lastClaimAt;

@@ -9,11 +9,21 @@ export interface LeaseKeeper {
   stop(): Promise<void>;
 }
 
+/** What a worker's loops are working on right now: the leases worth keeping. */
+export interface HeldLeases {
+  dispatches: readonly string[];
+  routeJobs: readonly number[];
+}
+
 /**
  * Keeps a worker's leases short and alive: every `everyMs` it extends the
- * leases it holds on dispatches and route jobs and beats its heartbeat in
- * `webhook_worker`. A worker that dies stops renewing, so its work is
- * claimable again within one lease, not after the longest delivery could take.
+ * leases on the dispatches and route jobs its loops say they hold, and beats
+ * its heartbeat in `webhook_worker`. A worker that dies stops renewing, so
+ * its work is claimable again within one lease, not after the longest
+ * delivery could take. Only what the loops hold is renewed, never every row
+ * stamped with this worker's id: a claim whose answer was lost, or a job
+ * whose step failed while the database was away, is stamped but abandoned,
+ * and must run out like a dead worker's.
  */
 export function startLeaseKeeper(options: {
   database: Database;
@@ -22,6 +32,7 @@ export function startLeaseKeeper(options: {
   dispatchLeaseMs: number;
   routeLeaseMs: number;
   everyMs: number;
+  held: () => HeldLeases;
   inFlight: () => number;
   lastClaimAt: () => Date | undefined;
 }): LeaseKeeper {
@@ -32,17 +43,20 @@ export function startLeaseKeeper(options: {
 
   async function renew(): Promise<void> {
     const lastClaim = options.lastClaimAt()?.toISOString() ?? null;
+    const held = options.held();
     await database.rows(sql`
       with dispatches as (
         update webhook_dispatch
         set locked_until = now() + ${options.dispatchLeaseMs} * interval '1 millisecond'
-        where locked_by = ${workerId} and locked_until is not null
+        where id in (select jsonb_array_elements_text(${JSON.stringify(held.dispatches)}::jsonb))
+          and locked_by = ${workerId} and locked_until is not null
         returning 1
       ),
       jobs as (
         update webhook_route_job
         set locked_until = now() + ${options.routeLeaseMs} * interval '1 millisecond'
-        where locked_by = ${workerId} and locked_until is not null
+        where id in (select jsonb_array_elements_text(${JSON.stringify(held.routeJobs)}::jsonb)::bigint)
+          and locked_by = ${workerId} and locked_until is not null
         returning 1
       )
       insert into webhook_worker (id, heartbeat_at, in_flight, last_claim_at)

@@ -78,6 +78,7 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     dispatchLeaseMs: options.leaseMs,
     routeLeaseMs,
     everyMs: Math.max(250, Math.min(options.leaseMs, routeLeaseMs) / 3),
+    held: () => ({ dispatches: deliver.held, routeJobs: route.held }),
     inFlight: () => deliver.inFlight,
     lastClaimAt: () => deliver.lastClaimAt,
   });
@@ -89,7 +90,7 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
       running = false;
       transport.routeSignal.close();
       transport.deliverSignal.close();
-      await Promise.all([route, deliver.drain()]);
+      await Promise.all([route.done, deliver.drain()]);
       await keeper.stop();
       await Promise.all(unlisten.map((stop) => stop()));
       logger.info("lane stopped");

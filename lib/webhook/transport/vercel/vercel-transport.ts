@@ -70,14 +70,21 @@ export interface VercelTransport extends WebhookTransport {
  * The Vercel Queues transport. A route message is written to the outbox
  * (`webhook_route_job`) in the mutation's transaction and forwarded to the
  * queue after commit; the row goes once the queue took it, and the sweep
- * forwards whatever is left (a queue outage, a process that died between
- * commit and forward). A deliver message is sent for what the ledger says
+ * forwards whatever is left (a queue outage at once, a process that died
+ * between commit and forward once `forwardGraceMs` has passed; default
+ * OUTBOX_FORWARD_GRACE_MS). A deliver message is sent for what the ledger says
  * (run, attempt, due time), after the row records that a message carries it;
  * one the queue refuses is forgotten there, and the sweep sends it again.
  * Every send keeps the message as long as the service allows and gives up
  * after `LANE_QUEUE.sendTimeoutMs`.
  */
-export function createVercelTransport(database: Database, queue: VercelQueue, logger: Logger): VercelTransport {
+export function createVercelTransport(
+  database: Database,
+  queue: VercelQueue,
+  logger: Logger,
+  options: { forwardGraceMs?: number } = {},
+): VercelTransport {
+  const forwardGraceMs = options.forwardGraceMs ?? OUTBOX_FORWARD_GRACE_MS;
   const sent = { route: 0, deliver: 0, fallback: 0, refused: 0 };
   const log = logger.child({ component: "transport" });
 
@@ -150,7 +157,7 @@ export function createVercelTransport(database: Database, queue: VercelQueue, lo
       ),
     async enqueueRoute(tx, message: RouteMessage) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
-      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: OUTBOX_FORWARD_GRACE_MS }) };
+      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs }) };
     },
     async routeCommitted({ message, jobId }) {
       try {
