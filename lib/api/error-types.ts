@@ -74,6 +74,12 @@ export const ERROR_TYPES: readonly ErrorType[] = [
     "The input failed validation; `errors` names each field and what is wrong with it.",
   ),
   kind(
+    "rate_limited",
+    429,
+    "Too Many Requests",
+    "A quota of the caller's account is used up (`quota` names it, `limit` is its size); `Retry-After` says when to try again.",
+  ),
+  kind(
     "internal",
     500,
     "Internal Server Error",

@@ -26,6 +26,17 @@ export class ApiError extends Error {
   }
 }
 
+/** 429: one of the account's quotas is used up; the answer carries `Retry-After`. */
+export class QuotaExceededError extends ApiError {
+  override name = "QuotaExceededError";
+  readonly retryAfterSeconds: number;
+
+  constructor(quota: string, limit: number, detail: string, retryAfterSeconds: number) {
+    super(429, "Too Many Requests", detail, { quota, limit });
+    this.retryAfterSeconds = Math.max(1, Math.ceil(retryAfterSeconds));
+  }
+}
+
 export const notFound = (what: string) => new ApiError(404, "Not Found", `No such ${what}.`);
 
 /** Renders any thrown value as one problem document; unknown errors never leak their message. */
@@ -36,6 +47,7 @@ export function problem(c: Context, error: unknown): Response {
     return send(c, 422, { title: "Unprocessable Content", detail, errors });
   }
   if (error instanceof ApiError) {
+    if (error instanceof QuotaExceededError) c.header("retry-after", String(error.retryAfterSeconds));
     return send(c, error.status, { title: error.message, detail: error.detail, ...error.extra });
   }
   const { hooklane, log } = (c as Context<HooklaneEnv>).var;

@@ -87,6 +87,9 @@ export const envVariables = z.object({
     .optional(),
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
+  WEBHOOK_QUOTA_WEBHOOKS: z.coerce.number().int().min(1).max(1_000_000).default(500),
+  WEBHOOK_QUOTA_TEST_EVENTS: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  WEBHOOK_QUOTA_RECOVERIES: z.coerce.number().int().min(1).max(1_000).default(3),
   WEBHOOK_BREAKER_THRESHOLD: z.coerce.number().int().min(1).max(1_000).default(BREAKER.threshold),
   WEBHOOK_BREAKER_OPEN: parsedText(BREAKER.open, parseBackoff),
   WEBHOOK_LISTEN_TTL: parsedText("60s", parseDuration).pipe(
@@ -243,6 +246,11 @@ const schema = envVariables.transform((env, ctx) => {
     smtpUrl: env.SMTP_URL,
     smtpFrom: env.SMTP_FROM,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
+    quotas: {
+      webhooks: env.WEBHOOK_QUOTA_WEBHOOKS,
+      testEventsPerHour: env.WEBHOOK_QUOTA_TEST_EVENTS,
+      openRecoveries: env.WEBHOOK_QUOTA_RECOVERIES,
+    },
     breaker: {
       threshold: env.WEBHOOK_BREAKER_THRESHOLD,
       openBaseMs: env.WEBHOOK_BREAKER_OPEN.baseMs,

@@ -392,6 +392,8 @@ export const webhookRecovery = pgTable(
     cursorId: text("cursor_id"),
     lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
     lockedBy: text("locked_by"),
+    /** When a sweeper last advanced it: recoveries take turns, the owner whose turn is oldest first. */
+    turnAt: timestamp("turn_at", { withTimezone: true, mode: "date" }),
     createdBy: text("created_by").notNull(),
     createdAt: createdAt(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }),

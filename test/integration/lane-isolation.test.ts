@@ -251,6 +251,10 @@ describe("isolation on the lane", () => {
         `for 1,000 due dispatches; breaker opened ${state!.opens} times; ${burned[0]!.n} dispatches past attempt 1`,
     );
     expect(attempts.every((a) => a.errorClass === "connection_refused")).toBe(true);
+    // The API shows the breaker to the webhook's owner.
+    const shown = await harness.call("GET", `/v3/webhooks/${deadId}`, { account: "acc_alice" });
+    expect(["open", "half-open"]).toContain(shown.body.breaker.state);
+    expect(shown.body.breaker.failures).toBeGreaterThanOrEqual(5);
     // Without the breaker: 1,000 dispatches × 6 attempts in well under a minute.
     expect(attempts.length).toBeLessThan(60);
     expect(await dispatchCounts(harness, deadId)).not.toHaveProperty("exhausted");
@@ -275,7 +279,12 @@ describe("isolation on the lane", () => {
     const free = await receiver();
     const limitedId = await subscribe(harness, "acc_alice", `${limited.url}/hook`);
     await subscribe(harness, "acc_bob", `${free.url}/hook`);
-    await harness.hooklane.database.db.update(webhook).set({ rateLimit: 5 }).where(eq(webhook.id, limitedId));
+    const limit = await harness.call("PATCH", `/v3/webhooks/${limitedId}`, {
+      account: "acc_alice",
+      body: { rateLimit: 5 },
+    });
+    expect(limit.status).toBe(200);
+    expect(limit.body.rateLimit).toBe(5);
 
     await createDebts(harness, "acc_alice", 100);
     await createDebts(harness, "acc_bob", 100);

@@ -5,6 +5,7 @@ import { webhook } from "../../../lib/db/schema.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import { owningAccount } from "./tenancy.ts";
+import { accountQuotas } from "./account-quotas.ts";
 import { assertCallbackUrl, createWebhookBody, presentWebhook, webhookWithSecretSchema } from "./webhook-schemas.ts";
 
 /** `POST /v3/webhooks`: subscribe; the answer carries the secret, once. */
@@ -19,6 +20,7 @@ export function addWebhookCreate(router: OperationRouter): void {
       tag: "Webhooks",
       body: createWebhookBody,
       responses: {
+        429: { description: "The account has its quota of webhooks (`WEBHOOK_QUOTA_WEBHOOKS`); delete one first." },
         201: { description: "Created, with its secret.", schema: webhookWithSecretSchema },
         403: { description: "Only admins create global webhooks." },
         422: { description: "Invalid input, an unsafe URL, or a token whose account does not exist (`account`)." },
@@ -34,6 +36,7 @@ export function addWebhookCreate(router: OperationRouter): void {
       assertCallbackUrl(body.url, config.allowedHosts);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
+      await accountQuotas.webhook(database, config, owner);
       const secret = generateWebhookSecret();
       const [row] = await database.db
         .insert(webhook)
@@ -43,6 +46,7 @@ export function addWebhookCreate(router: OperationRouter): void {
           events: await assertSubscribableEvents(database, body.events),
           scheme: body.scheme,
           description: body.description,
+          rateLimit: body.rateLimit,
           secretSealed: await secrets.seal(secret),
           createdBy: principal.sub,
         })

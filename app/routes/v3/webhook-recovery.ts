@@ -9,6 +9,7 @@ import { recoveryOutcome } from "../../../lib/db/sql/recovery-jobs.ts";
 import { wakeSweepers } from "../../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { presentRecovery, recoverySchema } from "./dispatch-schemas.ts";
+import { accountQuotas } from "./account-quotas.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
 
 const recoverBody = z
@@ -44,11 +45,17 @@ export function addWebhookRecovery(router: OperationRouter): void {
       tag: "Delivery log",
       params: webhookIdParams,
       body: recoverBody,
-      responses: { 202: { description: "The job, accepted.", schema: recoverySchema } },
+      responses: {
+        202: { description: "The job, accepted.", schema: recoverySchema },
+        429: {
+          description: "The account has its quota of unfinished recoveries; `Retry-After` says when to look again.",
+        },
+      },
     },
     async (c, { params, body }) => {
       const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
+      await accountQuotas.recovery(database, c.var.hooklane.config, hook.account);
       const [row] = await database.db
         .insert(webhookRecovery)
         .values({

@@ -18,6 +18,8 @@ const EXAMPLE = {
   scope: "account",
   account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
   disabledReason: null,
+  rateLimit: null,
+  breaker: { state: "closed", failures: 0, retry: null },
   statusChanged: "2026-12-01T09:30:00.000Z",
   previousSecretExpires: null,
   created: "2026-12-01T09:30:00.000Z",
@@ -36,6 +38,22 @@ export const webhookSchema = z
     scope: z.enum(["account", "global"]),
     account: z.string().nullable(),
     disabledReason: z.string().nullable(),
+    rateLimit: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Deliveries per second at most; null: no limit of its own (the lane's caps still apply)."),
+    breaker: z
+      .strictObject({
+        state: z
+          .enum(["closed", "open", "half-open"])
+          .describe(
+            "`open`: the endpoint failed at the connection level (refused, DNS, TLS, timeout) too often in a row; its due deliveries wait, with no attempt charged, until `retry`. `half-open`: that time has come; the next delivery is a probe, and its answer closes the breaker or opens it again for longer.",
+          ),
+        failures: z.number().int().describe("Connection-level failures in a row; any HTTP answer resets them."),
+        retry: timestamp.nullable().describe("When the open breaker lets its probe through."),
+      })
+      .describe("The endpoint's circuit breaker."),
     statusChanged: timestamp,
     previousSecretExpires: timestamp.nullable().describe("While a rotation's previous secret still signs."),
     created: timestamp,
@@ -53,6 +71,13 @@ export const webhookWithSecretSchema = webhookSchema
 const url = z.string().min(1).max(2_048).describe("https: (plain http: only for allowlisted hosts).");
 const events = z.array(z.string().min(1).max(200)).min(1).max(200).describe('Event types, or `["*"]` for all.');
 const description = z.string().max(500);
+const rateLimit = z
+  .number()
+  .int()
+  .min(1)
+  .max(10_000)
+  .nullable()
+  .describe("Deliveries per second at most (null: no limit of its own).");
 
 export const createWebhookBody = z
   .strictObject({
@@ -60,6 +85,7 @@ export const createWebhookBody = z
     events,
     description: description.default(""),
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
+    rateLimit: rateLimit.default(null),
     scope: z
       .enum(["account", "global"])
       .default("account")
@@ -73,6 +99,7 @@ export const updateWebhookBody = z
     events,
     description,
     scheme: z.enum(SIGNATURE_SCHEMES),
+    rateLimit,
     status: z
       .enum(["active", "paused"])
       .describe("Pause to hold deliveries (events are kept); `active` resumes or re-enables a disabled webhook."),
@@ -94,6 +121,8 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     scope: row.account === null ? "global" : "account",
     account: row.account,
     disabledReason: row.disabledReason,
+    rateLimit: row.rateLimit,
+    breaker: presentBreaker(row),
     statusChanged: iso(row.statusChangedAt),
     previousSecretExpires:
       row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date()
@@ -102,6 +131,17 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     created: iso(row.createdAt),
     updated: iso(row.updatedAt),
   };
+}
+
+/**
+ * The circuit breaker as the lane keeps it: open until `breaker_open_until`
+ * (a probe in flight holds it a lease ahead), half-open once that has passed
+ * and no probe answered yet, closed when the column is empty.
+ */
+function presentBreaker(row: Webhook): z.output<typeof webhookSchema>["breaker"] {
+  const until = row.breakerOpenUntil;
+  if (!until) return { state: "closed", failures: row.breakerFailures, retry: null };
+  return { state: until > new Date() ? "open" : "half-open", failures: row.breakerFailures, retry: iso(until) };
 }
 
 /** Checks a callback URL against the policy; a refusal is a 422 naming `url`. */

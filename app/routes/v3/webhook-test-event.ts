@@ -5,6 +5,7 @@ import { TEST_EVENT_TYPE, TEST_MODES, webhookDispatch } from "../../../lib/db/sc
 import { buildEventBody, newEventId } from "../../../lib/webhook/outbound/webhook-event-body.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
+import { accountQuotas } from "./account-quotas.ts";
 import { dispatchSchema, presentDispatch } from "./dispatch-schemas.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
 
@@ -38,12 +39,16 @@ export function addWebhookTestEvent(router: OperationRouter): void {
       params: webhookIdParams,
       body: testEventBody,
       bodyOptional: true,
-      responses: { 202: { description: "Queued; follow it in the delivery log.", schema: dispatchSchema } },
+      responses: {
+        202: { description: "Queued; follow it in the delivery log.", schema: dispatchSchema },
+        429: { description: "The account's hourly test-event quota is used up; `Retry-After` says when." },
+      },
     },
     async (c, { params, body }) => {
       const { config, transport } = c.var.hooklane;
       const { database } = c.var;
       const hook = await findWebhook(database, c.var.principal, params.id);
+      await accountQuotas.testEvent(database, config, hook.account);
       const eventId = newEventId();
       const [row] = await database.db
         .insert(webhookDispatch)

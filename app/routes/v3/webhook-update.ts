@@ -14,8 +14,8 @@ import {
 } from "./webhook-schemas.ts";
 
 /**
- * `PATCH /v3/webhooks/:id`: url, events, description, scheme, and status
- * `active`/`paused`. Events that arrive while paused or disabled are kept;
+ * `PATCH /v3/webhooks/:id`: url, events, description, scheme, rate limit,
+ * and status `active`/`paused`. Events that arrive while paused or disabled are kept;
  * making the webhook active again wakes the lane so the backlog goes out now.
  * A listen session's webhook keeps its status: the lane must never send it.
  */
@@ -51,7 +51,13 @@ export function addWebhookUpdate(router: OperationRouter): void {
       const [row] = await database.db
         .update(webhook)
         .set({
-          ...(body.url === undefined ? {} : { url: body.url }),
+          // A new endpoint starts with a closed breaker: the old one's failures say nothing about it.
+          ...(body.url === undefined || body.url === before.url
+            ? {}
+            : { url: body.url, breakerFailures: 0, breakerOpens: 0, breakerOpenUntil: null }),
+          ...(body.rateLimit === undefined
+            ? {}
+            : { rateLimit: body.rateLimit, rateTokens: null, rateRefilledAt: null }),
           ...(events === undefined ? {} : { events }),
           ...(body.description === undefined ? {} : { description: body.description }),
           ...(body.scheme === undefined ? {} : { scheme: body.scheme }),

@@ -8,27 +8,37 @@ const IN_WINDOW = sql.raw(`
   and d.created_at >= r.since and d.created_at < r.until`);
 
 /**
- * Leases the oldest unfinished recovery job that no live lease holds, with
+ * Leases the next unfinished recovery job that no live lease holds, with
  * `FOR UPDATE SKIP LOCKED`, so concurrent sweepers never run the same job at
- * once. Counts the window's dispatches the first time a job is claimed.
- * Returns the job's id, or undefined when there is nothing to do.
+ * once. Jobs take turns one batch at a time, across owners first: the job
+ * whose owning account has waited longest since its last turn goes next, so
+ * one account's recoveries cannot hold up another's. Counts the window's
+ * dispatches the first time a job is claimed. Returns the job's id, or
+ * undefined when there is nothing to do.
  */
 export async function claimRecoveryJob(
   database: Database,
   options: { workerId: string; leaseMs: number },
 ): Promise<string | undefined> {
   const [row] = await database.rows<{ id: string }>(sql`
-    with next as (
-      select id from webhook_recovery
-      where status <> 'completed' and (locked_until is null or locked_until < now())
-      order by created_at
+    with open as (
+      select r.id, r.turn_at, r.created_at,
+        max(r.turn_at) over (partition by coalesce(w.account, '')) as owner_turn_at
+      from webhook_recovery r join webhook w on w.id = r.webhook_id
+      where r.status <> 'completed'
+    ),
+    next as (
+      select r.id from webhook_recovery r join open o on o.id = r.id
+      where r.locked_until is null or r.locked_until < now()
+      order by o.owner_turn_at nulls first, r.turn_at nulls first, r.created_at
       limit 1
-      for update skip locked
+      for update of r skip locked
     )
     update webhook_recovery r
     set status = 'running',
         locked_until = now() + ${options.leaseMs} * interval '1 millisecond',
         locked_by = ${options.workerId},
+        turn_at = now(),
         started_at = coalesce(r.started_at, now()),
         total = coalesce(r.total, (select count(*)::int from webhook_dispatch d where ${IN_WINDOW}))
     from next

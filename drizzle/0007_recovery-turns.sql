@@ -1,0 +1,1 @@
+ALTER TABLE "webhook_recovery" ADD COLUMN "turn_at" timestamp with time zone;
