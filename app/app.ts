@@ -4,15 +4,17 @@ import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
 import { requireAuth } from "../lib/auth/auth-middleware.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
-import { VERSION } from "../lib/version.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
+import { healthRoutes } from "./routes/ops/health.ts";
+import { metricsRoutes } from "./routes/ops/metrics.ts";
 import { resourceRoutes } from "./routes/v3/index.ts";
 import { webhookRoutes } from "./routes/v3/webhooks.ts";
 
 /**
  * The HTTP app: the v3 resource API, the webhooks control plane, its
- * reference (`/openapi.json`, `/docs`) and console (`/console`), health.
+ * reference (`/openapi.json`, `/docs`) and console (`/console`), health
+ * (`/health`, `/ready`) and metrics (`/metrics`).
  */
 export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
@@ -20,8 +22,11 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
+  // Probes and scrapes come every few seconds, and /ready answers 503 during an
+  // outage on purpose: they are answered before the request log.
+  app.route("/", healthRoutes());
+  app.route("/", metricsRoutes());
   app.use(requestIdentity, requestLog);
-  app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   app.use("/v3/*", requireAuth);
   app.route("/", resourceRoutes());
   const controlPlane = webhookRoutes();

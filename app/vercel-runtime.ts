@@ -1,6 +1,7 @@
 import { config } from "../lib/config/env.ts";
 import { createHooklane, createVercelLane } from "../lib/create-hooklane.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
+import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
 import { createApp } from "./app.ts";
 
 // One set of services per function instance, built on its first request and reused while warm.
@@ -10,7 +11,13 @@ const hooklane = () => (services ??= createHooklane(config()));
 let api: Promise<(request: Request) => Response | Promise<Response>> | undefined;
 /** The API function's handler. */
 export const handleApiRequest = async (request: Request): Promise<Response> =>
-  (await (api ??= hooklane().then((h) => createApp(h).fetch)))(request);
+  (
+    await (api ??= hooklane().then((h) => {
+      // The ledger's gauges are the same from any instance; the per-process counters of a function instance are not worth scraping.
+      exposeLedgerMetrics(h);
+      return createApp(h).fetch;
+    }))
+  )(request);
 
 let lane: Promise<ReturnType<typeof createVercelLane>> | undefined;
 const vercelLane = () => (lane ??= hooklane().then((h) => createVercelLane(h)));

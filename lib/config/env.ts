@@ -82,6 +82,10 @@ export const envVariables = z.object({
   WEBHOOK_BREAKER_THRESHOLD: z.coerce.number().int().min(1).max(1_000).default(BREAKER.threshold),
   WEBHOOK_BREAKER_OPEN: parsedText(BREAKER.open, parseBackoff),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
+  METRICS_ENABLED: flag(true),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  READY_MAX_LAG: parsedText("5m", parseDuration),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
 });
@@ -140,6 +144,10 @@ const schema = envVariables.transform((env, ctx) => {
       openMaxMs: env.WEBHOOK_BREAKER_OPEN.maxMs,
       connectionClasses: BREAKER.connectionClasses,
     },
+    metricsEnabled: env.METRICS_ENABLED,
+    metricsToken: env.METRICS_TOKEN,
+    metricsPort: env.METRICS_PORT,
+    readyMaxLagMs: env.READY_MAX_LAG,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info"),

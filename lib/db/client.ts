@@ -58,7 +58,8 @@ export interface DatabaseOptions {
   logger?: Logger;
 }
 
-const MIGRATIONS = fileURLToPath(new URL("../../drizzle", import.meta.url));
+/** The committed migrations, applied by `openDatabase`. */
+export const MIGRATIONS = fileURLToPath(new URL("../../drizzle", import.meta.url));
 // Any constant will do; it serialises concurrent migrators (API + N workers starting together).
 const MIGRATION_LOCK = 7_207_311;
 

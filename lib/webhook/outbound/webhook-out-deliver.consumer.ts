@@ -5,6 +5,7 @@ import { recordAttempts, type BreakerRule, type OpenedBreaker } from "../../db/s
 import { errorFacts } from "../../log/error-facts.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Mailer } from "../../mail/smtp-mailer.ts";
+import type { LaneMetrics } from "../../metrics/lane-metrics.ts";
 import { attemptDispatch, failedAttempt, type AttemptResult, type DeliverDeps } from "./webhook-out-deliver.handler.ts";
 import { applyAttemptConsequences } from "./webhook-owner-notifier.ts";
 import { decideRetry, INTERNAL_RETRY_MS } from "./webhook-retry-policy.ts";
@@ -18,6 +19,8 @@ export interface DeliverConsumerDeps {
   breaker: BreakerRule;
   /** Owners' e-mail, when SMTP is configured. */
   mailer?: Mailer | undefined;
+  /** This process's lane metrics; none where nothing scrapes them (Vercel) or with METRICS_ENABLED=false. */
+  metrics?: LaneMetrics | undefined;
 }
 
 /**
@@ -27,6 +30,7 @@ export interface DeliverConsumerDeps {
  * waiting at least a minute — on every transport alike.
  */
 export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
+  deps.metrics?.attemptStarting(dispatch, Date.now());
   try {
     return await attemptDispatch(deps.deliver, dispatch);
   } catch (error) {
@@ -61,7 +65,8 @@ export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: Claime
 
 /**
  * Records finished attempts and applies what they mean (410 disables, the
- * owner hears of exhaustion, breakers open), then logs one line per attempt.
+ * owner hears of exhaustion, breakers open), counts them in the lane's
+ * metrics, then logs one line per attempt.
  * Nothing a subscriber sent can block other results: text is made safe for
  * PostgreSQL, and a batch the database still refuses is split until the one
  * record at fault is found, which is then recorded without its text and with
@@ -75,6 +80,8 @@ export async function recordResults(
   results: readonly AttemptResult[],
 ): Promise<void> {
   const opened = await recordIsolated(deps, workerId, results);
+  deps.metrics?.attemptsRecorded(results);
+  deps.metrics?.breakersOpened(opened.length);
   if (results.some((r) => r.gone || r.status === "exhausted")) {
     await applyAttemptConsequences(deps.database, results, deps.mailer, deps.logger);
   }

@@ -3,6 +3,7 @@ import type { Database } from "../../db/client.ts";
 import type { Hooklane } from "../../hooklane.ts";
 import { LaneSignal } from "../transport/postgres/lane-signal.ts";
 import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
+import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
 
@@ -12,7 +13,11 @@ export const SWEEP_WAKE_CHANNEL = "hooklane_sweep";
 export const SWEEP_INTERVAL_MS = 30_000;
 
 /** The tasks every sweeper runs, whatever the transport. */
-export const SWEEPER_TASKS: readonly SweeperTask[] = [disableFailingWebhooksTask, runRecoveryJobsTask];
+export const SWEEPER_TASKS: readonly SweeperTask[] = [
+  disableFailingWebhooksTask,
+  runRecoveryJobsTask,
+  pruneHealthRollupsTask,
+];
 
 export interface Sweeper {
   /** Lets the running round finish and stops. */
