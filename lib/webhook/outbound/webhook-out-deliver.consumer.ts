@@ -130,7 +130,10 @@ async function recordIsolated(
 }
 
 function logOutcomes(logger: Logger, results: readonly AttemptResult[], opened: readonly OpenedBreaker[]): void {
+  // Successes log at debug: below that level a delivered batch costs no line object at all.
+  const successes = logger.isLevelEnabled("debug");
   for (const r of results) {
+    if (r.status === "success" && !successes) continue;
     const line = {
       webhookId: r.webhookId,
       dispatchId: r.dispatchId,
