@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { count, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookAttempt, webhookDispatch, webhookPoisonMessage } from "../../../lib/db/schema.ts";
@@ -113,6 +114,23 @@ describe("GET /metrics", () => {
         expect(JSON.stringify(labels), name).not.toMatch(/wh_|wd_|evt_|acc_/);
       }
     }
+  });
+
+  it("serves every metric the Grafana dashboard in docs/ queries", async () => {
+    const dashboard = JSON.parse(
+      readFileSync(new URL("../../../docs/grafana-dashboard.json", import.meta.url), "utf8"),
+    );
+    const queried = new Set<string>();
+    for (const panel of dashboard.panels as { targets?: { expr: string }[] }[]) {
+      for (const target of panel.targets ?? []) {
+        for (const [name] of target.expr.matchAll(/\b(?:hooklane|process|nodejs)_[a-z0-9_]+/g)) {
+          queried.add(name.replace(/_(bucket|sum|count)$/, ""));
+        }
+      }
+    }
+    expect(queried.size).toBeGreaterThan(20);
+    const exposed = parseScrape(await (await scrape()).text()).names;
+    expect([...queried].filter((name) => !exposed.includes(name))).toEqual([]);
   });
 
   it("answers 401 without the token or with a wrong one, and 404 when metrics are off", async () => {
