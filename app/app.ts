@@ -6,8 +6,7 @@ import { requireAuth } from "../lib/auth/auth-middleware.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
-import { healthRoutes } from "./routes/ops/health.ts";
-import { metricsRoutes } from "./routes/ops/metrics.ts";
+import { opsRoutes } from "./routes/ops/ops-routes.ts";
 import { resourceRoutes } from "./routes/v3/index.ts";
 import { webhookRoutes } from "./routes/v3/webhooks.ts";
 
@@ -24,8 +23,7 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   });
   // Probes and scrapes come every few seconds, and /ready answers 503 during an
   // outage on purpose: they are answered before the request log.
-  app.route("/", healthRoutes());
-  app.route("/", metricsRoutes());
+  app.route("/", opsRoutes());
   app.use(requestIdentity, requestLog);
   app.use("/v3/*", requireAuth);
   app.route("/", resourceRoutes());

@@ -3,8 +3,7 @@ import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
-import { healthRoutes } from "./routes/ops/health.ts";
-import { metricsRoutes } from "./routes/ops/metrics.ts";
+import { opsRoutes } from "./routes/ops/ops-routes.ts";
 
 export interface OpsServer {
   readonly port: number;
@@ -22,8 +21,7 @@ export function startOpsServer(hooklane: Hooklane, port: number): Promise<OpsSer
     c.set("hooklane", hooklane);
     await next();
   });
-  app.route("/", healthRoutes());
-  app.route("/", metricsRoutes());
+  app.route("/", opsRoutes());
   return new Promise((resolve, reject) => {
     const server = serve({ fetch: app.fetch, port }, (info: AddressInfo) =>
       resolve({

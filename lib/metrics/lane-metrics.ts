@@ -72,26 +72,23 @@ export function createLaneMetrics(registry: Registry): LaneMetrics {
     registers,
   });
   const lanes = new Set<WatchedLane>();
-  new Gauge({
-    name: "hooklane_worker_in_flight",
-    help: "Delivery attempts in flight in this process's lane.",
-    registers,
-    collect() {
-      let sum = 0;
-      for (const lane of lanes) sum += lane.inFlight;
-      this.set(sum);
-    },
-  });
-  new Gauge({
-    name: "hooklane_worker_concurrency",
-    help: "Delivery attempts this process's lane may have in flight at once (WEBHOOK_CONCURRENCY); 0 without a lane.",
-    registers,
-    collect() {
-      let sum = 0;
-      for (const lane of lanes) sum += lane.concurrency;
-      this.set(sum);
-    },
-  });
+  const laneGauge = (name: string, help: string, read: (lane: WatchedLane) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        let sum = 0;
+        for (const lane of lanes) sum += read(lane);
+        this.set(sum);
+      },
+    });
+  laneGauge("hooklane_worker_in_flight", "Delivery attempts in flight in this process's lane.", (l) => l.inFlight);
+  laneGauge(
+    "hooklane_worker_concurrency",
+    "Delivery attempts this process's lane may have in flight at once (WEBHOOK_CONCURRENCY); 0 without a lane.",
+    (l) => l.concurrency,
+  );
 
   // Label children are looked up once per combination, not hashed on every attempt.
   const attemptChildren = new Map<string, { count: Counter.Internal; seconds: Histogram.Internal<string> }>();

@@ -1,13 +1,12 @@
-import { eq, sql } from "drizzle-orm";
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../../app/app.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { startLane } from "../../lib/create-hooklane.ts";
-import { webhookDispatch } from "../../lib/db/schema.ts";
 import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
 import { eventually } from "../support/eventually.ts";
 import { startHarness, type Harness } from "../support/harness.ts";
+import { overdueDispatch } from "../support/overdue-dispatch.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
 import { startThrowawayCluster, type ThrowawayCluster } from "../support/throwaway-cluster.ts";
 
@@ -61,15 +60,7 @@ it("is ready with PostgreSQL up, the lane caught up and the listener connected",
 it("answers 503 naming lag while the oldest due dispatch is older than READY_MAX_LAG, 200 once delivered", async () => {
   await lane!.stop();
   lane = undefined;
-  const created = await harness.call("POST", "/v3/webhooks", {
-    ...OWNER,
-    body: { url: `${receiver.url}/late`, events: ["*"] },
-  });
-  const test = await harness.call("POST", `/v3/webhooks/${created.body.id}/test`, OWNER);
-  await harness.hooklane.database.db
-    .update(webhookDispatch)
-    .set({ nextAttemptAt: sql`now() - interval '1 minute'` })
-    .where(eq(webhookDispatch.id, test.body.id));
+  await overdueDispatch(harness, { ...OWNER, url: `${receiver.url}/late`, minutes: 1 });
   const late = await get("/ready");
   expect(late).toMatchObject({ status: 503, body: { status: "unready", failing: ["lag"] } });
   expect(late.body.checks.lag.seconds).toBeGreaterThanOrEqual(60);

@@ -1,9 +1,9 @@
-import { eq, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startLane } from "../../../lib/create-hooklane.ts";
-import { webhookDispatch } from "../../../lib/db/schema.ts";
 import type { Lane } from "../../../lib/webhook/transport/postgres/postgres-lane.ts";
 import { eventually } from "../../../test/support/eventually.ts";
+import { overdueDispatch } from "../../../test/support/overdue-dispatch.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
 import { startReceiver, type TestReceiver } from "../../../test/support/receiver.ts";
 import { createApp } from "../../app.ts";
@@ -54,16 +54,8 @@ describe("GET /health and GET /ready", () => {
   });
 
   it("answers 503 naming lag while a due dispatch waits longer than READY_MAX_LAG, and 200 once the lane caught up", async () => {
-    const created = await harness.call("POST", "/v3/webhooks", {
-      ...OWNER,
-      body: { url: `${receiver.url}/late`, events: ["*"] },
-    });
-    const test = await harness.call("POST", `/v3/webhooks/${created.body.id}/test`, OWNER);
     // No lane runs: the dispatch has been due for ten minutes.
-    await harness.hooklane.database.db
-      .update(webhookDispatch)
-      .set({ nextAttemptAt: sql`now() - interval '10 minutes'` })
-      .where(eq(webhookDispatch.id, test.body.id));
+    const { webhookId } = await overdueDispatch(harness, { ...OWNER, url: `${receiver.url}/late`, minutes: 10 });
     const late = await get("/ready");
     expect(late).toMatchObject({
       status: 503,
@@ -73,9 +65,9 @@ describe("GET /health and GET /ready", () => {
     expect((await get("/health")).status).toBe(200);
 
     // A paused webhook's events wait on purpose: they are not lag.
-    await harness.call("PATCH", `/v3/webhooks/${created.body.id}`, { ...OWNER, body: { status: "paused" } });
+    await harness.call("PATCH", `/v3/webhooks/${webhookId}`, { ...OWNER, body: { status: "paused" } });
     expect((await get("/ready")).status).toBe(200);
-    await harness.call("PATCH", `/v3/webhooks/${created.body.id}`, { ...OWNER, body: { status: "active" } });
+    await harness.call("PATCH", `/v3/webhooks/${webhookId}`, { ...OWNER, body: { status: "active" } });
     expect((await get("/ready")).status).toBe(503);
 
     lane = await startLane(harness.hooklane);
