@@ -11,10 +11,10 @@ CREATE TABLE "webhook_health" (
 CREATE TABLE "webhook_health_hour" (
 	"webhook_id" text NOT NULL,
 	"hour" timestamp with time zone NOT NULL,
+	"bucket" smallint NOT NULL,
 	"attempts" integer NOT NULL,
 	"succeeded" integer NOT NULL,
-	"latency" integer[] NOT NULL,
-	CONSTRAINT "webhook_health_hour_webhook_id_hour_pk" PRIMARY KEY("webhook_id","hour")
+	CONSTRAINT "webhook_health_hour_webhook_id_hour_bucket_pk" PRIMARY KEY("webhook_id","hour","bucket")
 );
 --> statement-breakpoint
 CREATE TABLE "webhook_lane_minute" (

@@ -10,6 +10,7 @@ import {
   numeric,
   pgTable,
   primaryKey,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -323,10 +324,11 @@ export const webhookHealth = pgTable("webhook_health", {
 export type WebhookHealth = typeof webhookHealth.$inferSelect;
 
 /**
- * Attempts per webhook per hour (by start time), with a histogram of their
- * durations in geometric buckets (`LATENCY_BUCKETS`): a day's success rate
- * and percentiles are read from 24 rows. Kept by the statement that records
- * attempts; the sweeper drops rows past `HEALTH_RETENTION`.
+ * Attempts per webhook, hour (UTC, by start time) and duration bucket (a
+ * geometric histogram, `LATENCY_BUCKETS`), and how many of them succeeded: a
+ * day's success rate and percentiles are read from a few hundred rows. Kept
+ * by the statement that records attempts, one small upsert per bucket a
+ * batch touches; the sweeper drops rows past `HEALTH_RETENTION`.
  */
 export const webhookHealthHour = pgTable(
   "webhook_health_hour",
@@ -335,12 +337,11 @@ export const webhookHealthHour = pgTable(
       .notNull()
       .references(() => webhook.id, { onDelete: "cascade" }),
     hour: timestamp("hour", { withTimezone: true, mode: "date" }).notNull(),
+    bucket: smallint("bucket").notNull(),
     attempts: integer("attempts").notNull(),
     succeeded: integer("succeeded").notNull(),
-    /** Attempts per duration bucket: element i counts bucket i. */
-    latency: integer("latency").array().notNull(),
   },
-  (t) => [primaryKey({ columns: [t.webhookId, t.hour] }), index("webhook_health_hour_hour_idx").on(t.hour)],
+  (t) => [primaryKey({ columns: [t.webhookId, t.hour, t.bucket] }), index("webhook_health_hour_hour_idx").on(t.hour)],
 );
 
 /** Attempts recorded per minute, lane-wide: the lane's recent throughput. Kept like `webhook_health_hour`. */

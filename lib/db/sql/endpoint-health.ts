@@ -6,8 +6,8 @@ export interface EndpointHealthRows {
   /** The database's clock, and the start of the window the hours cover. */
   now: Date;
   since: Date;
-  /** `webhook_health_hour` rows since `since`. */
-  hours: { attempts: number; succeeded: number; latency: number[] }[];
+  /** Attempts and successes since `since`, per duration bucket (LATENCY_BUCKETS). */
+  buckets: { bucket: number; attempts: number; succeeded: number }[];
   /** `webhook_health`: undefined before the first attempt. */
   state:
     | {
@@ -28,10 +28,10 @@ export interface EndpointHealthRows {
 }
 
 /**
- * Reads a webhook's delivery health: the hourly rollups of the last 24 hours
- * (from the start of the hour 24 hours ago), its state row, and its open
- * dispatches counted on the due index. Two statements, each bounded by the
- * webhook's own rows.
+ * Reads a webhook's delivery health: its hourly rollups since the start of
+ * the hour 24 hours ago, summed per duration bucket; its state row; and its
+ * open dispatches counted on the due index. Two statements, each bounded by
+ * the webhook's own rows.
  */
 export async function readEndpointHealth(database: Database, webhookId: string): Promise<EndpointHealthRows> {
   const [head] = await database.rows<{
@@ -64,15 +64,16 @@ export async function readEndpointHealth(database: Database, webhookId: string):
   `);
   const row = head!;
   const since = new Date(row.since);
-  const hours = await database.rows<{ attempts: number; succeeded: number; latency: number[] }>(sql`
-    select attempts, succeeded, latency from webhook_health_hour
+  const buckets = await database.rows<{ bucket: number; attempts: number | string; succeeded: number | string }>(sql`
+    select bucket, sum(attempts) as attempts, sum(succeeded) as succeeded from webhook_health_hour
     where webhook_id = ${webhookId} and hour >= ${since.toISOString()}::timestamptz
+    group by bucket
   `);
   const date = (value: Date | string | null) => (value === null ? null : new Date(value));
   return {
     now: new Date(row.now),
     since,
-    hours,
+    buckets: buckets.map((b) => ({ bucket: b.bucket, attempts: Number(b.attempts), succeeded: Number(b.succeeded) })),
     state:
       row.last_attempt_at === null
         ? undefined

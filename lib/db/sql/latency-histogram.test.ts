@@ -3,7 +3,7 @@ import { sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/pglite";
 import { describe, expect, it } from "vitest";
 import {
-  addHistograms,
+  histogramOf,
   histogramPercentile,
   LATENCY_BUCKETS,
   latencyBucket,
@@ -16,11 +16,9 @@ function exactPercentile(values: number[], q: number): number {
   return sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1]!;
 }
 
-function histogramOf(values: number[]): number[] {
-  const histogram = new Array<number>(LATENCY_BUCKETS.count).fill(0);
-  for (const value of values) histogram[latencyBucket(value)]!++;
-  return histogram;
-}
+/** The histogram of some durations, as the rollups would count them. */
+const histogramOfValues = (values: number[]) =>
+  histogramOf(values.map((ms) => ({ bucket: latencyBucket(ms), attempts: 1 })));
 
 describe("the latency histogram", () => {
   it("puts every whole millisecond up to 120 s in the same bucket in SQL as in code", async () => {
@@ -46,19 +44,24 @@ describe("the latency histogram", () => {
       const values = Array.from({ length: 2_000 }, () => Math.round(random() ** 2 * spread));
       for (const q of [0.5, 0.95]) {
         const exact = exactPercentile(values, q);
-        const read = histogramPercentile(histogramOf(values), q)!;
+        const read = histogramPercentile(histogramOfValues(values), q)!;
         if (exact < 8) expect(read, `spread ${spread} q ${q}`).toBe(exact);
         else expect(Math.abs(read - exact) / exact, `spread ${spread} q ${q}: ${read} vs ${exact}`).toBeLessThan(0.1);
       }
     }
   });
 
-  it("adds hours element by element, and has no percentile without attempts", () => {
-    const sum = addHistograms([histogramOf([1, 2, 2]), histogramOf([2, 500])]);
-    expect(sum.reduce((a, b) => a + b, 0)).toBe(5);
-    expect(histogramPercentile(sum, 0.5)).toBe(2);
-    expect(histogramPercentile(addHistograms([]), 0.5)).toBeUndefined();
+  it("sums per-bucket counts, ignores buckets out of range, and has no percentile without attempts", () => {
+    const histogram = histogramOf([
+      { bucket: latencyBucket(2), attempts: 3 },
+      { bucket: latencyBucket(2), attempts: 1 },
+      { bucket: latencyBucket(500), attempts: 1 },
+      { bucket: LATENCY_BUCKETS.count, attempts: 7 },
+    ]);
+    expect(histogram.reduce((a, b) => a + b, 0)).toBe(5);
+    expect(histogramPercentile(histogram, 0.5)).toBe(2);
+    expect(histogramPercentile(histogramOf([]), 0.5)).toBeUndefined();
     // Past every bound: the open last bucket reads as its lower bound.
-    expect(histogramPercentile(histogramOf([10_000_000]), 0.5)).toBe(Math.ceil(LATENCY_BUCKETS.ratio ** 78));
+    expect(histogramPercentile(histogramOfValues([10_000_000]), 0.5)).toBe(Math.ceil(LATENCY_BUCKETS.ratio ** 78));
   });
 });

@@ -1,7 +1,7 @@
 import { sql, type SQL } from "drizzle-orm";
 
 /**
- * The duration histogram of `webhook_health_hour.latency`: bucket 0 holds
+ * The duration buckets of `webhook_health_hour`: bucket 0 holds
  * attempts under 1 ms; bucket i ≥ 1 holds [RATIO^(i-1), RATIO^i) ms; the last
  * one everything from 1.15^78 ms (54 s) on. A
  * percentile read as its bucket's geometric middle is off by at most
@@ -24,13 +24,13 @@ export function latencyBucketSql(ms: SQL): SQL {
   return sql`case when ${ms} < 1 then 0 else least(${LAST}::int, floor(ln(${ms}::float8) / ${LN_RATIO}::float8)::int + 1) end`;
 }
 
-/** Adds histograms element by element (rows of several hours). */
-export function addHistograms(histograms: readonly (readonly number[])[]): number[] {
-  const sum = new Array<number>(LATENCY_BUCKETS.count).fill(0);
-  for (const histogram of histograms) {
-    for (let i = 0; i < sum.length; i++) sum[i]! += histogram[i] ?? 0;
+/** A histogram (element i counts bucket i) from per-bucket counts; buckets out of range are ignored. */
+export function histogramOf(counts: readonly { bucket: number; attempts: number }[]): number[] {
+  const histogram = new Array<number>(LATENCY_BUCKETS.count).fill(0);
+  for (const { bucket, attempts } of counts) {
+    if (bucket >= 0 && bucket < histogram.length) histogram[bucket]! += attempts;
   }
-  return sum;
+  return histogram;
 }
 
 /**

@@ -12,8 +12,8 @@ export const HEALTH_RETENTION = { hourMs: 2 * 86_400_000, minuteMs: 86_400_000 }
 export async function pruneHealthRollups(database: Database, limit: number): Promise<boolean> {
   const [row] = await database.rows<{ hours: number | string; minutes: number | string }>(sql`
     with hours as (
-      delete from webhook_health_hour where (webhook_id, hour) in (
-        select webhook_id, hour from webhook_health_hour
+      delete from webhook_health_hour where (webhook_id, hour, bucket) in (
+        select webhook_id, hour, bucket from webhook_health_hour
         where hour < now() - ${HEALTH_RETENTION.hourMs} * interval '1 millisecond'
         order by hour limit ${limit}
       )

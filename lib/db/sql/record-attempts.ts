@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import { safeText } from "../safe-text.ts";
-import { LATENCY_BUCKETS, latencyBucketSql } from "./latency-histogram.ts";
+import { latencyBucketSql } from "./latency-histogram.ts";
 import type { AttemptOutcome, DispatchStatus, SignatureManifest } from "../schema.ts";
 
 /** What one attempt did, and what the dispatch becomes. */
@@ -145,27 +145,16 @@ export async function recordAttempts(
           last_status_code = case when excluded.last_attempt_at >= h.last_attempt_at
                                   then excluded.last_status_code else h.last_status_code end
     ),
-    -- Per webhook and hour (UTC, by start): attempts, successes and a duration histogram
-    -- (LATENCY_BUCKETS), added element by element to what the hour already holds.
+    -- Per webhook, hour (UTC, by start) and duration bucket (LATENCY_BUCKETS): attempts and successes.
     health_hours as (
-      insert into webhook_health_hour as hh (webhook_id, hour, attempts, succeeded, latency)
-      select webhook_id, hour, n, ok,
-        array(select coalesce((counts ->> i::text)::int, 0)
-              from generate_series(0, ${LATENCY_BUCKETS.count - 1}::int) i order by i)
-      from (
-        select webhook_id, hour, sum(n)::int as n, sum(ok)::int as ok, jsonb_object_agg(bucket, n) as counts
-        from (
-          select webhook_id, date_trunc('hour', started_at, 'UTC') as hour,
-            ${latencyBucketSql(sql`duration_ms`)} as bucket,
-            count(*) as n, count(*) filter (where outcome = 'success') as ok
-          from recorded group by 1, 2, 3
-        ) b group by webhook_id, hour
-      ) g order by webhook_id, hour
-      on conflict (webhook_id, hour) do update
+      insert into webhook_health_hour as hh (webhook_id, hour, bucket, attempts, succeeded)
+      select webhook_id, date_trunc('hour', started_at, 'UTC'), ${latencyBucketSql(sql`duration_ms`)},
+        count(*), count(*) filter (where outcome = 'success')
+      from recorded
+      group by 1, 2, 3 order by 1, 2, 3
+      on conflict (webhook_id, hour, bucket) do update
       set attempts = hh.attempts + excluded.attempts,
-          succeeded = hh.succeeded + excluded.succeeded,
-          latency = array(select coalesce(x, 0) + coalesce(y, 0)
-                          from unnest(hh.latency, excluded.latency) with ordinality as t(x, y, i) order by i)
+          succeeded = hh.succeeded + excluded.succeeded
     ),
     -- The lane's throughput, minute by minute (by recording time).
     lane_minute as (

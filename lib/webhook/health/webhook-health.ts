@@ -1,7 +1,7 @@
 import type { Database } from "../../db/client.ts";
 import type { Webhook } from "../../db/schema.ts";
 import { readEndpointHealth } from "../../db/sql/endpoint-health.ts";
-import { addHistograms, histogramPercentile } from "../../db/sql/latency-histogram.ts";
+import { histogramOf, histogramPercentile } from "../../db/sql/latency-histogram.ts";
 
 /** Failed attempts in a row from which an endpoint reads as failing, whatever its day looked like. */
 export const FAILING_AFTER = 5;
@@ -49,9 +49,9 @@ export interface WebhookHealth {
  */
 export async function webhookHealth(database: Database, hook: Webhook): Promise<WebhookHealth> {
   const rows = await readEndpointHealth(database, hook.id);
-  const attempts = rows.hours.reduce((sum, h) => sum + h.attempts, 0);
-  const succeeded = rows.hours.reduce((sum, h) => sum + h.succeeded, 0);
-  const histogram = addHistograms(rows.hours.map((h) => h.latency));
+  const attempts = rows.buckets.reduce((sum, b) => sum + b.attempts, 0);
+  const succeeded = rows.buckets.reduce((sum, b) => sum + b.succeeded, 0);
+  const histogram = histogramOf(rows.buckets);
   const p50 = histogramPercentile(histogram, 0.5);
   const p95 = histogramPercentile(histogram, 0.95);
   const breaker = breakerOf(hook, rows.now);
