@@ -10,14 +10,14 @@ const hooklane = () => (services ??= createHooklane(config()));
 
 let api: Promise<(request: Request) => Response | Promise<Response>> | undefined;
 /** The API function's handler. */
-export const handleApiRequest = async (request: Request): Promise<Response> =>
-  (
-    await (api ??= hooklane().then((h) => {
-      // The ledger's gauges are the same from any instance; the per-process counters of a function instance are not worth scraping.
-      exposeLedgerMetrics(h);
-      return createApp(h).fetch;
-    }))
-  )(request);
+export const handleApiRequest = async (request: Request): Promise<Response> => (await (api ??= apiHandler()))(request);
+
+/** The app, with the ledger's gauges on its `/metrics`: any instance reads them alike (its own counters come and go). */
+async function apiHandler(): Promise<(request: Request) => Response | Promise<Response>> {
+  const services = await hooklane();
+  exposeLedgerMetrics(services);
+  return createApp(services).fetch;
+}
 
 let lane: Promise<ReturnType<typeof createVercelLane>> | undefined;
 const vercelLane = () => (lane ??= hooklane().then((h) => createVercelLane(h)));
