@@ -21,6 +21,18 @@ export interface Readiness {
 
 let expectedMigration: number | undefined;
 
+/** Probes that come while a read is running share it: a flood of public probes holds one connection. */
+const running = new WeakMap<Database, ReturnType<typeof readReadinessFacts>>();
+
+function sharedFacts(database: Database): ReturnType<typeof readReadinessFacts> {
+  let read = running.get(database);
+  if (!read) {
+    read = readReadinessFacts(database).finally(() => running.delete(database));
+    running.set(database, read);
+  }
+  return read;
+}
+
 /** When the newest committed migration was generated: what the database's last applied one must reach. */
 function latestMigration(): number {
   expectedMigration ??= Math.max(...readMigrationFiles({ migrationsFolder: MIGRATIONS }).map((m) => m.folderMillis));
@@ -33,7 +45,8 @@ function latestMigration(): number {
  * dispatch that should be moving is younger than `maxLagMs` (0: not
  * checked); this process's LISTEN session is up (or it listens to nothing).
  * A check that could not run for want of the database is `unknown`, not
- * failing: the database check names the cause. Never throws.
+ * failing: the database check names the cause. Calls made while a read
+ * runs share it. Never throws.
  */
 export async function checkReadiness(database: Database, options: { maxLagMs: number }): Promise<Readiness> {
   const expected = latestMigration();
@@ -50,7 +63,7 @@ export async function checkReadiness(database: Database, options: { maxLagMs: nu
     },
   };
   try {
-    const facts = await readReadinessFacts(database);
+    const facts = await sharedFacts(database);
     const applied = facts.lastMigrationAt ?? 0;
     checks.migrations = { status: applied >= expected ? "ok" : "failing", applied, expected };
     const seconds = facts.oldestDueAt ? Math.max(0, (facts.at.getTime() - facts.oldestDueAt.getTime()) / 1_000) : 0;

@@ -53,6 +53,18 @@ describe("GET /health and GET /ready", () => {
     });
   });
 
+  it("shares one read among probes that come together", async () => {
+    const { database } = harness.hooklane;
+    const before = database.queryCount;
+    await get("/ready");
+    const oneRead = database.queryCount - before;
+    expect(oneRead).toBeGreaterThan(0);
+    const flood = database.queryCount;
+    const answers = await Promise.all(Array.from({ length: 50 }, () => get("/ready")));
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    expect(database.queryCount - flood).toBe(oneRead);
+  });
+
   it("answers 503 naming lag while a due dispatch waits longer than READY_MAX_LAG, and 200 once the lane caught up", async () => {
     // No lane runs: the dispatch has been due for ten minutes.
     const { webhookId } = await overdueDispatch(harness, { ...OWNER, url: `${receiver.url}/late`, minutes: 10 });
