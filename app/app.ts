@@ -7,15 +7,16 @@ import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
 import { requireAuth } from "../lib/auth/auth-middleware.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
-import { VERSION } from "../lib/version.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
+import { opsRoutes } from "./routes/ops/ops-routes.ts";
 import { v3Routes } from "./routes/v3/index.ts";
 import { securityHeaders } from "./security-headers.ts";
 
 /**
  * The HTTP app: the v3 resource API and the webhooks control plane, their
- * reference (`/openapi.json`, `/docs`), the console (`/console`), health.
+ * reference (`/openapi.json`, `/docs`), the console (`/console`), health
+ * (`/health`, `/ready`) and metrics (`/metrics`).
  * Every answer carries the security headers; every body is bounded
  * (`HTTP_BODY_LIMIT`, and JSON nesting for the API) before anything reads it;
  * a known path asked with another method answers 405 with `Allow`.
@@ -26,7 +27,11 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
-  app.use(requestIdentity, requestLog, securityHeaders, loopbackHostOnly, limitBodySize);
+  app.use(securityHeaders, loopbackHostOnly);
+  // Probes and scrapes come every few seconds, and /ready answers 503 during an
+  // outage on purpose: they are answered before the request log.
+  app.route("/", opsRoutes());
+  app.use(requestIdentity, requestLog, limitBodySize);
   app.use(
     methodNotAllowed({
       app,
@@ -37,7 +42,6 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
       },
     }),
   );
-  app.get("/health", (c) => c.json({ status: "ok", version: VERSION, database: hooklane.database.kind }));
   // Only authenticated callers get their body read; every JSON parser comes after the depth check.
   app.use("/v3/*", requireAuth, limitJsonDepth);
   const v3 = v3Routes();

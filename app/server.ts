@@ -1,6 +1,7 @@
 import { serve } from "@hono/node-server";
 import { config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
+import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
 import { createApp } from "./app.ts";
 import { runProcess } from "./process-lifecycle.ts";
 
@@ -8,6 +9,7 @@ import { runProcess } from "./process-lifecycle.ts";
 async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
   const hooklane = await createHooklane(settings);
+  exposeLedgerMetrics(hooklane);
   const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
   const { logger } = hooklane;
   const listen = {

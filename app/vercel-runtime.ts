@@ -2,6 +2,7 @@ import { config, type Config } from "../lib/config/env.ts";
 import { createHooklane, createVercelLane } from "../lib/create-hooklane.ts";
 import { SchemaBehindError } from "../lib/db/migrations.ts";
 import { createLogger } from "../lib/log/logger.ts";
+import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
 import { createApp } from "./app.ts";
 
 /** The three Vercel functions' handlers (`api/`). */
@@ -24,6 +25,8 @@ export interface VercelRuntime {
 export function createVercelRuntime(loadConfig: () => Config = config): VercelRuntime {
   const services = retryingOnce(async () => {
     const hooklane = await createHooklane(loadConfig());
+    // The ledger's gauges on the API's /metrics: any instance reads them alike (its own counters come and go).
+    exposeLedgerMetrics(hooklane);
     return { hooklane, api: createApp(hooklane).fetch, lane: createVercelLane(hooklane) };
   });
   const serve = async (use: (started: Awaited<ReturnType<typeof services>>) => Promise<Response> | Response) => {

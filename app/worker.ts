@@ -1,8 +1,13 @@
 import { ConfigError, config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
+import { startOpsServer } from "./ops-server.ts";
 import { runProcess } from "./process-lifecycle.ts";
 
-/** `npm run worker`: one webhook-out lane worker. Run as many as you like against one PostgreSQL. */
+/**
+ * `npm run worker`: one webhook-out lane worker. Run as many as you like
+ * against one PostgreSQL. With `METRICS_PORT` it serves its own `/metrics`,
+ * `/health` and `/ready` there.
+ */
 async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
   if (!settings.databaseUrl) {
@@ -12,10 +17,13 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   }
   const hooklane = await createHooklane(settings);
   const lane = await startLane(hooklane);
+  const ops = settings.metricsPort ? await startOpsServer(hooklane, settings.metricsPort) : undefined;
   hooklane.logger.info(`webhook-out lane worker ${lane.workerId} started`);
+  if (ops) hooklane.logger.info(`worker metrics, health and readiness on http://localhost:${ops.port}`);
 
   return async (signal) => {
     hooklane.logger.info(`${signal}: worker ${lane.workerId} draining`);
+    await ops?.close();
     await lane.stop();
     await hooklane.database.close();
   };

@@ -42,6 +42,8 @@ export interface BenchOptions {
   profile: boolean;
   /** `synchronous_commit = off` on the throwaway database: shows what the disk's flush latency costs. */
   asyncCommit: boolean;
+  /** The throughput scenario also runs the lane with metrics and logs off, side by side: what observability costs. */
+  observabilityCost: boolean;
   scenarios: readonly ScenarioName[];
   /** A server where the benchmark may create and drop a database. */
   adminUrl: string;
@@ -49,7 +51,7 @@ export interface BenchOptions {
   sizes: BenchSizes;
 }
 
-export const USAGE = `usage: npm run bench -- [--quick] [--profile] [--async-commit] [--only ${SCENARIOS.join(",")}]
+export const USAGE = `usage: npm run bench -- [--quick] [--profile] [--async-commit] [--observability-cost] [--only ${SCENARIOS.join(",")}]
   BENCH_DATABASE_URL  admin URL of the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
   BENCH_REDIS_URL     Redis for the BullMQ peer (default redis://127.0.0.1:6379)`;
 
@@ -61,6 +63,7 @@ export function parseBenchOptions(argv: readonly string[], env: NodeJS.ProcessEn
       quick: { type: "boolean", default: false },
       profile: { type: "boolean", default: false },
       "async-commit": { type: "boolean", default: false },
+      "observability-cost": { type: "boolean", default: false },
       only: { type: "string" },
       help: { type: "boolean", default: false },
     },
@@ -76,6 +79,7 @@ export function parseBenchOptions(argv: readonly string[], env: NodeJS.ProcessEn
     quick,
     profile: values.profile,
     asyncCommit: values["async-commit"],
+    observabilityCost: values["observability-cost"],
     scenarios: (only as ScenarioName[] | undefined) ?? (values.profile ? ["end-to-end"] : SCENARIOS),
     adminUrl: env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
     redisUrl: env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379",

@@ -71,12 +71,15 @@ export async function startApi(
   return { ...started, url: `http://127.0.0.1:${port}` };
 }
 
-/** One lane worker as `npm run worker` runs it (`node app/worker.ts`). Resolves once its lane started. */
-export function startWorker(settings: ProductSettings, options: { name: string }): Promise<ProductProcess> {
+/** One lane worker as `npm run worker` runs it (`node app/worker.ts`), `env` added. Resolves once its lane started. */
+export function startWorker(
+  settings: ProductSettings,
+  options: { name: string; env?: Record<string, string> },
+): Promise<ProductProcess> {
   return startProduct(settings, {
     script: "app/worker.ts",
     name: options.name,
-    env: {},
+    env: options.env ?? {},
     ready: /lane worker .* started/,
   });
 }

@@ -101,9 +101,18 @@ export function resultRows(results: BenchResults): Row[] {
       [`4 ceiling: raw keep-alive POSTs (${label})`, `${count(ceiling.median)} /s`, "1.000× (the limit)"],
       [
         `5 hooklane lane: N dispatches → N deliveries`,
-        `${count(hooklane.median)} /s, ${transactions(hooklane)}`,
+        `${count(hooklane.median)} /s, ${transactions(hooklane)}, ${workerCpu(hooklane)}`,
         `${percent(hooklane.median / ceiling.median)} of ceiling`,
       ],
+      ...(throughput.quiet
+        ? [
+            [
+              `5 hooklane lane, metrics off`,
+              `${count(throughput.quiet.median)} /s, ${workerCpu(throughput.quiet)}`,
+              `metrics: ${signedPercent(median(hooklane.workerCpuUsPerDelivery ?? []) / median(throughput.quiet.workerCpuUsPerDelivery ?? []) - 1)} worker CPU per delivery`,
+            ] as Row,
+          ]
+        : []),
       [
         `5 peer: pg-boss`,
         `${count(pgBoss.median)} /s, ${transactions(pgBoss)}`,
@@ -124,6 +133,14 @@ export function resultRows(results: BenchResults): Row[] {
     ]);
   }
   return rows;
+}
+
+function workerCpu(result: ContestantResult): string {
+  return `${median(result.workerCpuUsPerDelivery ?? []).toFixed(0)} µs worker CPU/delivery`;
+}
+
+function signedPercent(fraction: number): string {
+  return `${fraction >= 0 ? "+" : ""}${(fraction * 100).toFixed(1)} %`;
 }
 
 function transactions(result: ContestantResult): string {

@@ -5,6 +5,7 @@ import { openDatabase, type Database } from "./db/client.ts";
 import { createLogger, type Logger } from "./log/logger.ts";
 import type { Hooklane } from "./hooklane.ts";
 import { createSmtpMailer } from "./mail/smtp-mailer.ts";
+import { createMetrics } from "./metrics/metrics.ts";
 import { autoSyncCatalogue } from "./webhook/catalogue/catalogue-auto-sync.ts";
 import { createHttpSender, type HttpSender } from "./webhook/outbound/webhook-http-sender.ts";
 import type { DeliverDeps } from "./webhook/outbound/webhook-out-deliver.handler.ts";
@@ -62,19 +63,20 @@ export async function createHooklane(
         })
       : createPostgresTransport(database);
   const subscriptions = createSubscriptionCache(database, { logger });
+  const publisher = createApiEventPublisher({
+    enabled: config.publishEnabled,
+    livemode: config.livemode,
+    subscriptions,
+    transport,
+    logger,
+  });
   return {
     config,
     logger,
     database,
     transport,
     subscriptions,
-    publisher: createApiEventPublisher({
-      enabled: config.publishEnabled,
-      livemode: config.livemode,
-      subscriptions,
-      transport,
-      logger,
-    }),
+    publisher,
     secrets: createSecretSealer(config.secretKey),
     verifyToken: createTokenVerifier({
       ...(config.jwtSecret ? { jwtSecret: config.jwtSecret } : {}),
@@ -84,6 +86,7 @@ export async function createHooklane(
       maxLifetimeMs: config.jwtMaxLifetimeMs,
     }),
     mailer: config.smtpUrl ? createSmtpMailer({ url: config.smtpUrl, from: config.smtpFrom }) : undefined,
+    metrics: config.metricsEnabled ? createMetrics({ database, publisherStats: publisher.stats }) : undefined,
   };
 }
 
@@ -136,6 +139,7 @@ export async function startLane(
     caps: config.caps,
     breaker: config.breaker,
     mailer: hooklane.mailer,
+    metrics: hooklane.metrics?.lane,
     ...(options.workerId ? { workerId: options.workerId } : {}),
   });
   const sweeper = await startSweeper(hooklane, {

@@ -3,6 +3,7 @@ import type { Database } from "./db/client.ts";
 import type { TokenVerifier } from "./auth/jwt.ts";
 import type { Logger } from "./log/logger.ts";
 import type { Mailer } from "./mail/smtp-mailer.ts";
+import type { Metrics } from "./metrics/metrics.ts";
 import type { ApiEventPublisher } from "./webhook/outbound/webhook-out-route.publisher.ts";
 import type { SecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
 import type { SubscriptionCache } from "./webhook/outbound/webhook-subscription-cache.ts";
@@ -23,4 +24,6 @@ export interface Hooklane {
   verifyToken: TokenVerifier;
   /** E-mails webhook owners when `SMTP_URL` is set; otherwise they get notification rows only. */
   mailer: Mailer | undefined;
+  /** This process's Prometheus metrics; undefined with `METRICS_ENABLED=false`. */
+  metrics: Metrics | undefined;
 }

@@ -33,12 +33,23 @@ export interface ContestantResult {
    * does not move. None for the ceiling.
    */
   transactionsPerDelivery: number[];
+  /** The lane worker's CPU time (user + system) per delivery, in µs, every round: hooklane only. */
+  workerCpuUsPerDelivery?: number[];
 }
 
 export interface ThroughputResult {
   deliveries: number;
   contestants: Record<Contestant, ContestantResult>;
+  /** With --observability-cost: the same lane with its metrics off (QUIET_LANE), in the same rounds. */
+  quiet?: ContestantResult;
 }
+
+/**
+ * A lane worker without metrics, to weigh what they cost. Its logs stay at
+ * info, as in production (the bench waits for its start-up line), where a
+ * successful delivery writes nothing.
+ */
+const QUIET_LANE = { METRICS_ENABLED: "false" };
 
 /**
  * Scenarios 4 and 5: N deliveries to the same subscriber at the same
@@ -63,6 +74,10 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
     CONTESTANTS.map((name) => [name, { rounds: [], median: NaN, transactionsPerDelivery: [] } as ContestantResult]),
   ) as Record<Contestant, ContestantResult>;
   if (redisDown) results.bullmq.skipped = `Redis not reachable at ${context.options.redisUrl}`;
+  results.hooklane.workerCpuUsPerDelivery = [];
+  const quiet: ContestantResult | undefined = context.options.observabilityCost
+    ? { rounds: [], median: NaN, transactionsPerDelivery: [], workerCpuUsPerDelivery: [] }
+    : undefined;
 
   const peerConfig = (queue: string): PeerWorkerConfig => ({
     databaseUrl: context.db.url,
@@ -80,7 +95,8 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
 
   /** Times one round: `enqueue` starts the clock; the ledger count stops it. */
   async function measure(
-    name: Contestant,
+    name: string,
+    into: ContestantResult,
     enqueue: () => Promise<void>,
     recorded: () => Promise<number>,
   ): Promise<void> {
@@ -95,9 +111,9 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
       recorded,
       deadline: deliveryDeadline(deliveries),
     });
-    if (!delivered.complete) results[name].incomplete = true;
+    if (!delivered.complete) into.incomplete = true;
     const rate = delivered.complete ? (deliveries * 1_000) / (delivered.doneAt - started) : NaN;
-    results[name].rounds.push(rate);
+    into.rounds.push(rate);
     context.progress(`${name}: ${rate.toFixed(0)} deliveries/s${delivered.complete ? "" : " (deadline reached)"}`);
   }
 
@@ -124,12 +140,33 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
       const batch = events(`${name}${round}`);
       await measure(
         name,
+        results[name],
         () => producer!.enqueue(peerUrl, batch),
         () => peerDelivered(context.db.database),
       );
     } finally {
       await worker.stop();
       await producer?.close();
+    }
+  }
+
+  /** One lane worker drains the round's dispatches; its CPU time is read around the drain. */
+  async function laneRound(round: number, name: string, into: ContestantResult, env: Record<string, string>) {
+    const worker = await startWorker(context.product, { name: `throughput-${name}-${round}`, env });
+    try {
+      let cpuBefore = NaN;
+      await measure(
+        name,
+        into,
+        () => {
+          cpuBefore = worker.cpuMs();
+          return context.db.insertDispatches(webhookId!, deliveries, `${name}${round}`);
+        },
+        () => context.db.delivered(),
+      );
+      into.workerCpuUsPerDelivery!.push(((worker.cpuMs() - cpuBefore) * 1_000) / deliveries);
+    } finally {
+      await worker.stop();
     }
   }
 
@@ -142,19 +179,13 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
       results.ceiling.rounds.push(failed === 0 ? (deliveries * 1_000) / elapsedMs : NaN);
       context.progress(`ceiling: ${((deliveries * 1_000) / elapsedMs).toFixed(0)} deliveries/s`);
     },
-    hooklane: (round) =>
-      countingTransactions("hooklane", async () => {
-        const worker = await startWorker(context.product, { name: `throughput-worker-${round}` });
-        try {
-          await measure(
-            "hooklane",
-            () => context.db.insertDispatches(webhookId!, deliveries, `lane${round}`),
-            () => context.db.delivered(),
-          );
-        } finally {
-          await worker.stop();
-        }
-      }),
+    async hooklane(round) {
+      const observed = () => countingTransactions("hooklane", () => laneRound(round, "hooklane", results.hooklane, {}));
+      if (!quiet) return observed();
+      // Side by side, alternating which goes first.
+      const unobserved = () => laneRound(round, "hooklane-quiet", quiet, QUIET_LANE);
+      for (const turn of round % 2 ? [observed, unobserved] : [unobserved, observed]) await turn();
+    },
     "pg-boss": (round) => countingTransactions("pg-boss", () => peerRound("pg-boss", round)),
     bullmq: (round) =>
       redisDown ? Promise.resolve() : countingTransactions("bullmq", () => peerRound("bullmq", round)),
@@ -169,8 +200,10 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
   } finally {
     await ceiling.stop();
   }
-  for (const result of Object.values(results)) result.median = result.rounds.length ? median(result.rounds) : NaN;
-  return { deliveries, contestants: results };
+  for (const result of [...Object.values(results), ...(quiet ? [quiet] : [])]) {
+    result.median = result.rounds.length ? median(result.rounds) : NaN;
+  }
+  return { deliveries, contestants: results, ...(quiet ? { quiet } : {}) };
 }
 
 /** Why Redis cannot be reached within 1 s, or undefined when it answers PING. */

@@ -96,6 +96,10 @@ export const envVariables = z.object({
     z.number().min(1_000, "must be at least 1s").max(3_600_000, "must be at most 1h"),
   ),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
+  METRICS_ENABLED: flag(true),
+  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  READY_MAX_LAG: parsedText("5m", parseDuration),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
 
@@ -258,6 +262,10 @@ const schema = envVariables.transform((env, ctx) => {
       connectionClasses: BREAKER.connectionClasses,
     },
     listenTtlMs: env.WEBHOOK_LISTEN_TTL,
+    metricsEnabled: env.METRICS_ENABLED,
+    metricsToken: env.METRICS_TOKEN,
+    metricsPort: env.METRICS_PORT,
+    readyMaxLagMs: env.READY_MAX_LAG,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (mode === "test" ? "silent" : "info"),

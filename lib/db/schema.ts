@@ -11,6 +11,7 @@ import {
   numeric,
   pgTable,
   primaryKey,
+  smallint,
   text,
   timestamp,
   uniqueIndex,
@@ -336,6 +337,53 @@ export const webhookWorker = pgTable("webhook_worker", {
   heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   lastClaimAt: timestamp("last_claim_at", { withTimezone: true, mode: "date" }),
   inFlight: integer("in_flight").notNull().default(0),
+});
+
+/**
+ * Each webhook's delivery health now, kept by the statement that records
+ * attempts: failed attempts since the last success, and the last answer.
+ * Read by `GET /v3/webhooks/:id/health` without scanning the attempt log.
+ */
+export const webhookHealth = pgTable("webhook_health", {
+  webhookId: text("webhook_id")
+    .primaryKey()
+    .references(() => webhook.id, { onDelete: "cascade" }),
+  failuresInARow: integer("failures_in_a_row").notNull().default(0),
+  lastAttemptAt: timestamp("last_attempt_at", { withTimezone: true, mode: "date" }).notNull(),
+  lastSuccessAt: timestamp("last_success_at", { withTimezone: true, mode: "date" }),
+  lastFailureAt: timestamp("last_failure_at", { withTimezone: true, mode: "date" }),
+  /** `<error class>: <message>` of the last failed attempt (kept after a success, with its time). */
+  lastError: text("last_error"),
+  lastStatusCode: integer("last_status_code"),
+});
+export type WebhookHealth = typeof webhookHealth.$inferSelect;
+
+/**
+ * Attempts per webhook, hour (UTC, by start time) and duration bucket (a
+ * geometric histogram, `LATENCY_BUCKETS`), and how many of them succeeded: a
+ * day's success rate and percentiles are read from a few hundred rows. Kept
+ * by the statement that records attempts, one small upsert per bucket a
+ * batch touches; the sweeper drops rows past `HEALTH_RETENTION`.
+ */
+export const webhookHealthHour = pgTable(
+  "webhook_health_hour",
+  {
+    webhookId: text("webhook_id")
+      .notNull()
+      .references(() => webhook.id, { onDelete: "cascade" }),
+    hour: timestamp("hour", { withTimezone: true, mode: "date" }).notNull(),
+    bucket: smallint("bucket").notNull(),
+    attempts: integer("attempts").notNull(),
+    succeeded: integer("succeeded").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.webhookId, t.hour, t.bucket] }), index("webhook_health_hour_hour_idx").on(t.hour)],
+);
+
+/** Attempts recorded per minute, lane-wide: the lane's recent throughput. Kept like `webhook_health_hour`. */
+export const webhookLaneMinute = pgTable("webhook_lane_minute", {
+  minute: timestamp("minute", { withTimezone: true, mode: "date" }).primaryKey(),
+  attempts: integer("attempts").notNull(),
+  succeeded: integer("succeeded").notNull(),
 });
 
 /** Messages that failed their schema: kept for inspection, never retried. */

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
@@ -7,6 +6,7 @@ import { createTestDatabase } from "../support/postgres.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { eventually } from "../support/eventually.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
+import { startWorkerProcess, type WorkerProcess } from "../support/worker-process.ts";
 
 const WEBHOOKS = 10;
 const EVENTS = 200; // x 10 global webhooks = 2,000 dispatches
@@ -15,34 +15,17 @@ let harness: Harness;
 let receiver: TestReceiver;
 let drop: () => Promise<void>;
 let databaseUrl: string;
-const workers: ChildProcess[] = [];
+const workers: WorkerProcess[] = [];
 
-/** Starts `npm run worker` as its own process group, so stopping it stops npm and node. */
-function startWorker(name: string): ChildProcess {
-  const child = spawn("npm", ["run", "--silent", "worker"], {
-    detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      NODE_ENV: "test",
-      WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
-      WEBHOOK_BATCH_SIZE: "25",
-      // The test waits for the start-up line.
-      LOG_LEVEL: "info",
-    },
+function startWorker(name: string): WorkerProcess {
+  const worker = startWorkerProcess(name, {
+    DATABASE_URL: databaseUrl,
+    NODE_ENV: "test",
+    WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
+    WEBHOOK_BATCH_SIZE: "25",
   });
-  child.stderr!.on("data", (chunk) => process.stderr.write(`[${name}] ${chunk}`));
-  workers.push(child);
-  return child;
-}
-
-function stopWorker(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    child.once("exit", () => resolve());
-    process.kill(-child.pid!, "SIGTERM");
-  });
+  workers.push(worker);
+  return worker;
 }
 
 beforeAll(async () => {
@@ -57,7 +40,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await Promise.all(workers.map(stopWorker));
+  await Promise.all(workers.map((worker) => worker.stop()));
   await harness?.close();
   await receiver?.close();
   await drop?.();
@@ -72,14 +55,7 @@ it("two `npm run worker` processes deliver 2,000 dispatches, none of them twice"
     });
     expect(response.status).toBe(201);
   }
-  const ready = [startWorker("worker-1"), startWorker("worker-2")].map(
-    (child) =>
-      new Promise<void>((resolve, reject) => {
-        child.stdout!.on("data", (chunk: Buffer) => String(chunk).includes("started") && resolve());
-        child.once("exit", (code) => reject(new Error(`worker exited with ${code}`)));
-      }),
-  );
-  await Promise.all(ready);
+  await Promise.all([startWorker("worker-1"), startWorker("worker-2")].map((worker) => worker.ready));
 
   for (let i = 0; i < EVENTS; i++) {
     const response = await harness.call("POST", "/v3/general-addresses", {

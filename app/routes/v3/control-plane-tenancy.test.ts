@@ -54,6 +54,10 @@ const PROBES: Record<string, Probe> = {
     kind: "object",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/dispatches` }),
   },
+  "GET /v3/webhooks/:id/health": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/health` }),
+  },
   "GET /v3/webhook-dispatches/:id": {
     kind: "object",
     request: (f) => ({ path: `/v3/webhook-dispatches/${f.dispatchId}` }),

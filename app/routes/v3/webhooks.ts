@@ -3,11 +3,13 @@ import { addListenSessionCreate } from "./listen-session-create.ts";
 import { addListenSessionDelete } from "./listen-session-delete.ts";
 import { addListenSessionResults } from "./listen-session-results.ts";
 import { addListenSessionStream } from "./listen-session-stream.ts";
+import { addLaneStatus } from "./lane-status.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
 import { addWebhookDispatchRetry } from "./webhook-dispatch-retry.ts";
 import { addWebhookEventTypes } from "./webhook-event-types.ts";
+import { addWebhookHealth } from "./webhook-health.ts";
 import { addWebhookRead } from "./webhook-read.ts";
 import { addWebhookRecovery } from "./webhook-recovery.ts";
 import { addWebhookRotateSecret } from "./webhook-rotate-secret.ts";
@@ -16,8 +18,8 @@ import { addWebhookUpdate } from "./webhook-update.ts";
 
 /** Paths of the control plane's own objects: every route under them is scoped to the caller's account. */
 export const TENANT_SCOPED_PREFIXES = ["/v3/webhooks", "/v3/webhook-dispatches", "/v3/listen-sessions"] as const;
-/** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects and the shared catalogue. */
-export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types"] as const;
+/** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
+export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types", "/v3/lane"] as const;
 
 const under = (prefixes: readonly string[]) => (path: string) =>
   prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
@@ -46,6 +48,8 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addListenSessionStream,
     addListenSessionResults,
     addListenSessionDelete,
+    addWebhookHealth,
+    addLaneStatus,
   ]) {
     add(router);
   }

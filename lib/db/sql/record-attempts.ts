@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import { safeText } from "../safe-text.ts";
+import { latencyBucketSql } from "./latency-histogram.ts";
 import type { AttemptOutcome, DispatchStatus, SignatureManifest } from "../schema.ts";
 
 /** What one attempt did, and what the dispatch becomes. */
@@ -40,8 +41,9 @@ export interface OpenedBreaker {
 
 /**
  * Records a batch of attempts and completes their dispatches in one
- * statement, releasing the leases `workerId` held, and updates each
- * webhook's circuit breaker: any HTTP answer closes it; connection-level
+ * statement, releasing the leases `workerId` held, keeps each webhook's
+ * health (`webhook_health`, `webhook_health_hour`) and the lane's throughput
+ * (`webhook_lane_minute`), and updates each webhook's circuit breaker: any HTTP answer closes it; connection-level
  * failures count, and at the threshold it opens for a backoff that doubles
  * with each consecutive opening. The next attempt's time is computed from the
  * database clock at recording time, so a retry can come later than planned
@@ -110,6 +112,57 @@ export async function recordAttempts(
         r.error_class, r.error_message, r.response_excerpt, r.signature, ${workerId}, r.next_at
       from r join webhook_dispatch d on d.id = r.id
       on conflict (dispatch_id, run, attempt) do nothing
+      returning dispatch_id, started_at, duration_ms, outcome, status_code, error_class, error_message
+    ),
+    -- Endpoint health, kept here so that reading it never scans the attempt log. Only attempts this
+    -- statement inserted count (a duplicate refused above counts once). Rows are upserted in key
+    -- order, so workers recording the same webhooks at once queue up instead of deadlocking.
+    recorded as (
+      select w.webhook_id, a.*,
+        max(a.started_at) filter (where a.outcome = 'success') over (partition by w.webhook_id) as last_success
+      from attempts a join (select distinct id, webhook_id from r) w on w.id = a.dispatch_id
+    ),
+    -- The webhook's state now: failures since its last success, its last answer and last error.
+    health as (
+      insert into webhook_health as h (webhook_id, failures_in_a_row, last_attempt_at, last_success_at,
+        last_failure_at, last_error, last_status_code)
+      select webhook_id,
+        count(*) filter (where outcome <> 'success' and started_at > coalesce(last_success, '-infinity')),
+        max(started_at), max(last_success), max(started_at) filter (where outcome <> 'success'),
+        (array_agg(concat_ws(': ', error_class, error_message) order by started_at desc)
+          filter (where outcome <> 'success'))[1],
+        (array_agg(status_code order by started_at desc))[1]
+      from recorded group by webhook_id order by webhook_id
+      on conflict (webhook_id) do update
+      set failures_in_a_row = case when excluded.last_success_at is null
+                                   then h.failures_in_a_row + excluded.failures_in_a_row
+                                   else excluded.failures_in_a_row end,
+          last_attempt_at = greatest(h.last_attempt_at, excluded.last_attempt_at),
+          last_success_at = greatest(h.last_success_at, excluded.last_success_at),
+          last_failure_at = greatest(h.last_failure_at, excluded.last_failure_at),
+          last_error = case when excluded.last_failure_at >= h.last_failure_at or h.last_failure_at is null
+                            then coalesce(excluded.last_error, h.last_error) else h.last_error end,
+          last_status_code = case when excluded.last_attempt_at >= h.last_attempt_at
+                                  then excluded.last_status_code else h.last_status_code end
+    ),
+    -- Per webhook, hour (UTC, by start) and duration bucket (LATENCY_BUCKETS): attempts and successes.
+    health_hours as (
+      insert into webhook_health_hour as hh (webhook_id, hour, bucket, attempts, succeeded)
+      select webhook_id, date_trunc('hour', started_at, 'UTC'), ${latencyBucketSql(sql`duration_ms`)},
+        count(*), count(*) filter (where outcome = 'success')
+      from recorded
+      group by 1, 2, 3 order by 1, 2, 3
+      on conflict (webhook_id, hour, bucket) do update
+      set attempts = hh.attempts + excluded.attempts,
+          succeeded = hh.succeeded + excluded.succeeded
+    ),
+    -- The lane's throughput, minute by minute (by recording time).
+    lane_minute as (
+      insert into webhook_lane_minute as m (minute, attempts, succeeded)
+      select date_trunc('minute', now()), count(*), count(*) filter (where outcome = 'success')
+      from recorded having count(*) > 0
+      on conflict (minute) do update
+      set attempts = m.attempts + excluded.attempts, succeeded = m.succeeded + excluded.succeeded
     ),
     -- Per webhook: did the endpoint answer at all, and how many connection-level failures.
     judged as (

@@ -5,6 +5,7 @@ import { recordAttempts, type BreakerRule, type OpenedBreaker } from "../../db/s
 import { errorFacts } from "../../log/error-facts.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { Mailer } from "../../mail/smtp-mailer.ts";
+import type { LaneMetrics } from "../../metrics/lane-metrics.ts";
 import {
   attemptDispatch,
   attemptResult,
@@ -23,6 +24,8 @@ export interface RecordDeps {
   breaker: BreakerRule;
   /** Owners' e-mail, when SMTP is configured. */
   mailer?: Mailer | undefined;
+  /** This process's lane metrics; none where nothing scrapes them (Vercel) or with METRICS_ENABLED=false. */
+  metrics?: LaneMetrics | undefined;
 }
 
 /** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
@@ -37,6 +40,7 @@ export interface DeliverConsumerDeps extends RecordDeps {
  * waiting at least a minute — on every transport alike.
  */
 export async function attemptClaimed(deps: DeliverConsumerDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
+  deps.metrics?.attemptStarting(dispatch, Date.now());
   try {
     return await attemptDispatch(deps.deliver, dispatch);
   } catch (error) {
@@ -65,7 +69,8 @@ export function internalFailure(deps: RetryDeps, dispatch: ClaimedDispatch, erro
 
 /**
  * Records finished attempts and applies what they mean (410 disables, the
- * owner hears of exhaustion, breakers open), then logs one line per attempt.
+ * owner hears of exhaustion, breakers open), counts them in the lane's
+ * metrics, then logs one line per attempt.
  * Nothing a subscriber sent can block other results: text is made safe for
  * PostgreSQL, and a batch the database still refuses is split until the one
  * record at fault is found, which is then recorded without its text and with
@@ -79,6 +84,8 @@ export async function recordResults(
   results: readonly AttemptResult[],
 ): Promise<void> {
   const opened = await recordIsolated(deps, workerId, results);
+  deps.metrics?.attemptsRecorded(results);
+  deps.metrics?.breakersOpened(opened.length);
   if (results.some((r) => r.gone || r.status === "exhausted")) {
     await applyAttemptConsequences(deps.database, results, deps.mailer, deps.logger);
   }
@@ -127,7 +134,10 @@ async function recordIsolated(
 }
 
 function logOutcomes(logger: Logger, results: readonly AttemptResult[], opened: readonly OpenedBreaker[]): void {
+  // Successes log at debug: below that level a delivered batch costs no line object at all.
+  const successes = logger.isLevelEnabled("debug");
   for (const r of results) {
+    if (r.status === "success" && !successes) continue;
     const line = {
       webhookId: r.webhookId,
       dispatchId: r.dispatchId,

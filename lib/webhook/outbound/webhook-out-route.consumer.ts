@@ -3,6 +3,7 @@ import type { Database } from "../../db/client.ts";
 import { recordPoisonMessage } from "../../db/sql/poison-messages.ts";
 import { errorFacts } from "../../log/error-facts.ts";
 import type { Logger } from "../../log/logger.ts";
+import type { LaneMetrics } from "../../metrics/lane-metrics.ts";
 import type { WebhookTransport } from "../transport/webhook-transport.ts";
 import { PoisonMessageError } from "./webhook-message-errors.ts";
 import { ROUTE_TOPIC, routeMessageSchema } from "./webhook-out-queue-registrations.ts";
@@ -21,10 +22,21 @@ export type RouteOutcome =
  * parse it, route it, and decide what becomes of it. A message that fails
  * its schema or names an unknown event is poison (recorded, acknowledged);
  * any other failure is retried after LANE_BACKOFF.routeJob for its
- * `deliveries` so far. Never throws, except when the poison record itself
- * cannot be written (the database is down: the message stays).
+ * `deliveries` so far. The outcome is counted in `metrics` when given.
+ * Never throws, except when the poison record itself cannot be written (the
+ * database is down: the message stays).
  */
 export async function consumeRouteMessage(
+  deps: { database: Database; transport: WebhookTransport; logger: Logger; metrics?: LaneMetrics | undefined },
+  message: unknown,
+  deliveries: number,
+): Promise<RouteOutcome> {
+  const outcome = await routeOnce(deps, message, deliveries);
+  deps.metrics?.routed(outcome.kind, outcome.kind === "routed" ? outcome.dispatches : 0);
+  return outcome;
+}
+
+async function routeOnce(
   deps: { database: Database; transport: WebhookTransport; logger: Logger },
   message: unknown,
   deliveries: number,

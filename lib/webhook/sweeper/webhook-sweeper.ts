@@ -5,6 +5,7 @@ import { LaneSignal } from "../transport/postgres/lane-signal.ts";
 import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
 import { pruneIdempotencyKeysTask } from "./prune-idempotency-keys.ts";
 import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
+import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
 
@@ -19,6 +20,7 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
   runRecoveryJobsTask,
   pruneIdempotencyKeysTask,
   expireListenSessionsTask,
+  pruneHealthRollupsTask,
 ];
 
 export interface Sweeper {

@@ -6,6 +6,7 @@ import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import { ROUTE_WAKE_CHANNEL } from "../../../db/sql/route-jobs.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
+import type { LaneMetrics } from "../../../metrics/lane-metrics.ts";
 import type { DeliverDeps } from "../../outbound/webhook-out-deliver.handler.ts";
 import { startDeliverLoop } from "./deliver-loop.ts";
 import { startLeaseKeeper } from "./lease-keeper.ts";
@@ -31,6 +32,8 @@ export interface PostgresLaneOptions {
   /** Longest idle sleep: bounds how late an expired lease or another worker's retry is noticed. */
   maxIdleMs?: number;
   workerId?: string;
+  /** Where the lane counts what it does (the process's metrics); nowhere when absent. */
+  metrics?: LaneMetrics | undefined;
 }
 
 export interface Lane {
@@ -59,7 +62,15 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     database.listen(DELIVER_WAKE_CHANNEL, () => transport.deliverSignal.wake()),
   ]);
 
-  const common = { database, transport, logger, workerId, batchSize: options.batchSize, maxIdleMs };
+  const common = {
+    database,
+    transport,
+    logger,
+    workerId,
+    batchSize: options.batchSize,
+    maxIdleMs,
+    metrics: options.metrics,
+  };
   const route = runRouteLoop({ ...common, leaseMs: routeLeaseMs, running: () => running });
   const deliver = startDeliverLoop({
     ...common,
@@ -82,6 +93,12 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     inFlight: () => deliver.inFlight,
     lastClaimAt: () => deliver.lastClaimAt,
   });
+  const unwatch = options.metrics?.watch({
+    get inFlight() {
+      return deliver.inFlight;
+    },
+    concurrency: options.concurrency,
+  });
   logger.info("lane started");
 
   return {
@@ -92,6 +109,7 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
       transport.deliverSignal.close();
       await Promise.all([route.done, deliver.drain()]);
       await keeper.stop();
+      unwatch?.();
       await Promise.all(unlisten.map((stop) => stop()));
       logger.info("lane stopped");
     },

@@ -1,6 +1,7 @@
 import type { Database } from "../../../db/client.ts";
 import { claimRouteJobs, deleteRouteJobs, nextRouteJobDueInMs, retryRouteJob } from "../../../db/sql/route-jobs.ts";
 import type { Logger } from "../../../log/logger.ts";
+import type { LaneMetrics } from "../../../metrics/lane-metrics.ts";
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
 import { runLoop } from "./lane-loop.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
@@ -15,6 +16,7 @@ export interface RouteLoopOptions {
   leaseMs: number;
   maxIdleMs: number;
   running: () => boolean;
+  metrics?: LaneMetrics | undefined;
 }
 
 export interface RouteLoop {
@@ -33,7 +35,7 @@ export interface RouteLoop {
  */
 export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
   const { database, transport, workerId } = options;
-  const deps = { database, transport, logger: options.logger };
+  const deps = { database, transport, logger: options.logger, metrics: options.metrics };
   let held: number[] = [];
 
   async function step(): Promise<void> {

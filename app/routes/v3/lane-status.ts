@@ -1,0 +1,134 @@
+import { z } from "zod";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { ApiError } from "../../../lib/api/problem.ts";
+import type { LaneWorker } from "../../../lib/db/sql/lane-activity.ts";
+import { laneStatus, type LaneStatus } from "../../../lib/webhook/health/lane-status.ts";
+import { timestamp } from "../../../lib/api/timestamps.ts";
+
+const count = z.number().int();
+const workerSchema = z.object({
+  id: z.string().describe("`<host>/<pid>/<random>`."),
+  started: timestamp,
+  heartbeat: timestamp.describe("Renewed every few seconds while the worker lives."),
+  lastClaim: timestamp.nullable().describe("When it last leased dispatches."),
+  inFlight: count.describe("Attempts in flight, as of its heartbeat."),
+});
+
+export const laneStatusSchema = z
+  .object({
+    object: z.literal("lane"),
+    at: timestamp.describe("The database's clock when this was read."),
+    transport: z.enum(["postgres", "vercel"]),
+    deliver: z.object({
+      pending: count.describe("Waiting for their first attempt."),
+      error: count.describe("Failed, waiting for a retry."),
+      due: count.describe("Due now and held by no lease (including held ones)."),
+      inFlight: count.describe("Leased: being attempted."),
+      heldInactive: count.describe("Of paused or disabled webhooks: kept until they are active."),
+      heldBreaker: count.describe("Of webhooks whose circuit breaker is open."),
+      lagSeconds: z
+        .number()
+        .describe("Age of the oldest due dispatch that should be moving (active webhook, breaker not open, no lease)."),
+    }),
+    route: z.object({
+      due: count,
+      scheduled: count.describe("Waiting for a retry of their routing."),
+      inFlight: count,
+      lagSeconds: z.number().describe("Age of the oldest due route message."),
+    }),
+    workers: z
+      .array(workerSchema)
+      .describe("Live workers: heartbeat younger than the lease. None on Vercel (the lane is a queue consumer)."),
+    lostWorkers: z
+      .array(workerSchema)
+      .describe("Workers whose heartbeat stopped within the last hour without draining (killed, crashed)."),
+    throughput: z.object({
+      minutes: z
+        .array(z.object({ minute: timestamp, attempts: count, succeeded: count }))
+        .describe("Attempts recorded per minute over the last 15 minutes; quiet minutes are absent."),
+      recent: z.object({
+        attempts: count,
+        succeeded: count,
+        perSecond: z.number().describe("Attempts per second over the last five minutes."),
+      }),
+    }),
+    webhooks: z.object({ active: count, paused: count, disabled: count }),
+    breakers: z.object({ open: count, halfOpen: count }),
+    recoveries: z.object({ pending: count, running: count }).describe("Bulk recovery jobs not finished."),
+    poisonMessages: count.describe("Messages kept in webhook_poison_message: never retried."),
+    listener: z
+      .object({ up: z.boolean(), channels: z.array(z.string()), downSince: timestamp.nullable(), reconnects: count })
+      .describe("The answering process's LISTEN session."),
+  })
+  .meta({ id: "LaneStatus" });
+
+const presentWorker = (w: LaneWorker) => ({
+  id: w.id,
+  started: w.startedAt.toISOString(),
+  heartbeat: w.heartbeatAt.toISOString(),
+  lastClaim: w.lastClaimAt?.toISOString() ?? null,
+  inFlight: w.inFlight,
+});
+
+function presentLaneStatus(
+  status: LaneStatus,
+  extra: { transport: "postgres" | "vercel"; listener: z.input<typeof laneStatusSchema>["listener"] },
+): z.input<typeof laneStatusSchema> {
+  const { snapshot } = status;
+  const { oldestDueAt: _deliverOldest, ...deliver } = snapshot.deliver;
+  const { oldestDueAt: _routeOldest, ...route } = snapshot.route;
+  return {
+    object: "lane",
+    at: snapshot.at.toISOString(),
+    transport: extra.transport,
+    deliver: { ...deliver, lagSeconds: status.lagSeconds },
+    route: { ...route, lagSeconds: status.routeLagSeconds },
+    workers: status.workers.live.map(presentWorker),
+    lostWorkers: status.workers.lost.map(presentWorker),
+    throughput: {
+      minutes: status.minutes.map((m) => ({ ...m, minute: m.minute.toISOString() })),
+      recent: status.recent,
+    },
+    webhooks: snapshot.webhooks,
+    breakers: snapshot.breakers,
+    recoveries: snapshot.recoveries,
+    poisonMessages: snapshot.poisonMessages,
+    listener: extra.listener,
+  };
+}
+
+/** `GET /v3/lane` (admins): the lane as operators watch it. */
+export function addLaneStatus(router: OperationRouter): void {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/lane",
+      operationId: "getLaneStatus",
+      summary: "Get the lane's status (admins)",
+      description:
+        "Backlogs, lag, live workers and their last claim, throughput over the last minutes, breakers, recovery jobs and poison messages, read from the ledger in a few bounded statements.",
+      tag: "Operations",
+      responses: {
+        200: { description: "The lane's status.", schema: laneStatusSchema },
+        403: { description: "The caller is not an admin." },
+      },
+    },
+    async (c) => {
+      if (!c.var.principal.admin) throw new ApiError(403, "Forbidden", "Only an admin can read the lane's status.");
+      const { database, config, transport } = c.var.hooklane;
+      const status = await laneStatus(database, { liveWithinMs: config.leaseMs });
+      const health = database.listenerHealth;
+      return c.json(
+        presentLaneStatus(status, {
+          transport: transport.name,
+          listener: {
+            up: health.up || health.channels.length === 0,
+            channels: health.channels,
+            downSince: health.downSince?.toISOString() ?? null,
+            reconnects: health.reconnects,
+          },
+        }),
+      );
+    },
+  );
+}

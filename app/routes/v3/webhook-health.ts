@@ -1,0 +1,96 @@
+import { z } from "zod";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { webhookHealth, type WebhookHealth } from "../../../lib/webhook/health/webhook-health.ts";
+import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
+import { timestamp } from "../../../lib/api/timestamps.ts";
+import { webhookIdParams } from "./webhook-schemas.ts";
+
+export const webhookHealthSchema = z
+  .object({
+    object: z.literal("webhook-health"),
+    webhook: z.string(),
+    verdict: z
+      .enum(["healthy", "degraded", "failing", "idle"])
+      .describe(
+        "`failing`: the circuit breaker is not closed, 5 attempts failed in a row, or nothing succeeded in the window; `degraded`: the last attempt failed or under 95 % succeeded; `idle`: no attempt in the window.",
+      ),
+    since: timestamp.describe("Start of the window: the start of the hour 24 hours ago."),
+    attempts: z.number().int().describe("Attempts started in the window."),
+    succeeded: z.number().int(),
+    successRate: z.number().nullable().describe("succeeded / attempts; null without attempts."),
+    latencyMs: z
+      .object({ p50: z.number(), p95: z.number() })
+      .nullable()
+      .describe("Attempt durations in the window, in ms, within 7 %; null without attempts."),
+    failuresInARow: z.number().int().describe("Failed attempts since the last success."),
+    lastAttempt: timestamp.nullable(),
+    lastSuccess: timestamp.nullable(),
+    lastFailure: timestamp.nullable(),
+    lastError: z.string().nullable().describe("`<error class>: <message>` of the last failed attempt."),
+    lastStatusCode: z.number().int().nullable().describe("The last attempt's HTTP status; null without an answer."),
+    backlog: z
+      .object({
+        pending: z.number().int().describe("Waiting for their first attempt."),
+        error: z.number().int().describe("Failed, waiting for a retry."),
+        inFlight: z.number().int().describe("Being attempted now."),
+      })
+      .describe("Deliveries not finished yet."),
+    nextAttempt: timestamp.nullable().describe("When the next attempt is due; null when nothing waits or paused."),
+    breaker: z
+      .object({
+        state: z
+          .enum(["closed", "open", "half-open"])
+          .describe("`open`: the endpoint is unreachable and deliveries wait; `half-open`: one probe may go."),
+        failures: z.number().int().describe("Connection-level failures in a row."),
+        openUntil: timestamp.nullable(),
+      })
+      .describe("The endpoint's circuit breaker."),
+  })
+  .meta({ id: "WebhookHealth" });
+
+const iso = (date: Date | null) => date?.toISOString() ?? null;
+
+/** The answer of `GET /v3/webhooks/:id/health`. */
+export function presentWebhookHealth(webhookId: string, health: WebhookHealth): z.input<typeof webhookHealthSchema> {
+  return {
+    object: "webhook-health",
+    webhook: webhookId,
+    verdict: health.verdict,
+    since: health.since.toISOString(),
+    attempts: health.attempts,
+    succeeded: health.succeeded,
+    successRate: health.successRate,
+    latencyMs: health.latencyMs,
+    failuresInARow: health.failuresInARow,
+    lastAttempt: iso(health.lastAttemptAt),
+    lastSuccess: iso(health.lastSuccessAt),
+    lastFailure: iso(health.lastFailureAt),
+    lastError: health.lastError,
+    lastStatusCode: health.lastStatusCode,
+    backlog: health.backlog,
+    nextAttempt: iso(health.nextAttemptAt),
+    breaker: { ...health.breaker, openUntil: iso(health.breaker.openUntil) },
+  };
+}
+
+/** `GET /v3/webhooks/:id/health`: how the endpoint's deliveries went over the last 24 hours, and what waits. */
+export function addWebhookHealth(router: OperationRouter): void {
+  router.add(
+    {
+      method: "get",
+      path: "/v3/webhooks/:id/health",
+      operationId: "getWebhookHealth",
+      summary: "Get a webhook's delivery health",
+      description:
+        "Success rate and attempt latency over the last 24 hours, failures in a row and the last error, what waits, when the next attempt is due, and the circuit breaker. Kept by the lane as it records attempts.",
+      tag: "Webhooks",
+      params: webhookIdParams,
+      responses: { 200: { description: "The webhook's delivery health.", schema: webhookHealthSchema } },
+    },
+    async (c, { params }) => {
+      const { database } = c.var;
+      const hook = await findWebhook(database, c.var.principal, params.id);
+      return c.json(presentWebhookHealth(hook.id, await webhookHealth(database, hook)));
+    },
+  );
+}
