@@ -1,10 +1,10 @@
 // Prints an HS256 bearer token signed with AUTH_JWT_SECRET (or the development secret).
-// npm run token -- --account acc_123 [--admin] [--sub user]
+// npm run token -- --account acc_123 [--admin | --support] [--sub user]
 import { parseArgs } from "node:util";
 import { mintToken } from "../lib/auth/jwt.ts";
 import { config } from "../lib/config/env.ts";
 
-const usage = "usage: npm run token -- --account <account id> [--admin] [--sub <subject>]";
+const usage = "usage: npm run token -- --account <account id> [--admin | --support] [--sub <subject>]";
 
 let values;
 try {
@@ -12,6 +12,7 @@ try {
     options: {
       account: { type: "string" },
       admin: { type: "boolean", default: false },
+      support: { type: "boolean", default: false },
       sub: { type: "string", default: "dev" },
     },
   }));
@@ -30,5 +31,5 @@ if (!jwtSecret) {
   process.exit(1);
 }
 // The server checks iss and aud when they are configured: carry the same ones.
-const principal = { sub: values.sub, account: values.account, admin: values.admin };
+const principal = { sub: values.sub, account: values.account, admin: values.admin, support: values.support };
 console.log(await mintToken(jwtSecret, principal, { issuer: jwtIssuer, audience: jwtAudience }));

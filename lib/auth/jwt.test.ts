@@ -36,6 +36,11 @@ describe("bearer tokens signed with the shared secret", () => {
       sub: "user_1",
       account: "acc_1",
       admin: true,
+      support: false,
+    });
+    expect(await verify(await mintToken(SECRET, { ...principal, support: true }))).toMatchObject({
+      admin: false,
+      support: true,
     });
     const token = await mintToken(SECRET, principal, { issuer: "https://idp.example.com/", audience: "hooklane" });
     expect(await verdict(strict, token)).toBe("accepted");

@@ -1,11 +1,22 @@
 import { createRemoteJWKSet, errors, jwtVerify, SignJWT, type JWTVerifyGetKey } from "jose";
 import { z } from "zod";
 
-/** Who is calling: the token's subject, its account, and whether it is an admin. */
+/**
+ * Who is calling: the token's subject, its account, and its role claim.
+ * `admin` manages its own account and the global webhooks; `support` may
+ * read, retry and recover any account's deliveries (never a secret, never a
+ * change to a webhook), and every such action is audited.
+ */
 export interface Principal {
   sub: string;
   account: string;
   admin: boolean;
+  support: boolean;
+}
+
+/** The token's `role` claim for a principal. */
+export function roleOf(principal: { admin?: boolean; support?: boolean }): "admin" | "support" | undefined {
+  return principal.admin ? "admin" : principal.support ? "support" : undefined;
 }
 
 const claims = z.object({
@@ -79,7 +90,8 @@ export function createTokenVerifier(rules: TokenRules): TokenVerifier {
     if (exp - Math.min(iat ?? now, now) > maxLifetimeSeconds) {
       throw new TokenRejected(`The token lives longer than the ${formatSeconds(maxLifetimeSeconds)} this API accepts.`);
     }
-    return { sub: parsed.data.sub, account: parsed.data.account, admin: parsed.data.role === "admin" };
+    const { role } = parsed.data;
+    return { sub: parsed.data.sub, account: parsed.data.account, admin: role === "admin", support: role === "support" };
   };
 }
 
@@ -113,10 +125,11 @@ function formatSeconds(seconds: number): string {
 /** Mints an HS256 token (development and tests), carrying `iss` and `aud` when given. */
 export async function mintToken(
   secret: string,
-  principal: { sub: string; account: string; admin?: boolean },
+  principal: { sub: string; account: string; admin?: boolean; support?: boolean },
   options: { expiresIn?: string; issuer?: string | undefined; audience?: string | undefined } = {},
 ): Promise<string> {
-  const token = new SignJWT({ account: principal.account, ...(principal.admin ? { role: "admin" } : {}) })
+  const role = roleOf(principal);
+  const token = new SignJWT({ account: principal.account, ...(role ? { role } : {}) })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject(principal.sub)
     .setIssuedAt()

@@ -170,12 +170,27 @@ export const webhook = pgTable(
     statusChangedAt: timestamp("status_changed_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     /** A listen session's webhook is deleted once this passes; its open stream keeps pushing it back. Null otherwise. */
     expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }),
+    /**
+     * Held events older than this (seconds) when a paused or disabled webhook is
+     * made active again are skipped, not delivered (recorded as `skipped`);
+     * null: every held event is delivered.
+     */
+    heldEventMaxAge: integer("held_event_max_age"),
+    /**
+     * Soft delete: a deleted webhook hears nothing and is never sent to, but its
+     * delivery log stays readable until retention prunes it, and then it goes.
+     */
+    deletedAt: timestamp("deleted_at", { withTimezone: true, mode: "date" }),
+    deletedBy: text("deleted_by"),
     createdBy: text("created_by").notNull(),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   },
   (t) => [
     index("webhook_account_idx").on(t.account),
+    index("webhook_deleted_idx")
+      .on(t.deletedAt)
+      .where(sql`${t.deletedAt} is not null`),
     index("webhook_events_idx").using("gin", t.events),
     index("webhook_expires_idx")
       .on(t.expiresAt)
@@ -184,7 +199,12 @@ export const webhook = pgTable(
 );
 export type Webhook = typeof webhook.$inferSelect;
 
-export const DISPATCH_STATUSES = ["pending", "success", "error", "exhausted"] as const;
+/**
+ * `skipped`: finished without delivery, on purpose — its webhook was deleted,
+ * or it was held longer than the webhook's `held_event_max_age` while paused
+ * or disabled.
+ */
+export const DISPATCH_STATUSES = ["pending", "success", "error", "exhausted", "skipped"] as const;
 export type DispatchStatus = (typeof DISPATCH_STATUSES)[number];
 
 /**
@@ -214,6 +234,8 @@ export const webhookDispatch = pgTable(
     account: text("account"),
     /** The exact bytes POSTed on every attempt. */
     payload: text("payload").notNull(),
+    /** The resource the event is about (`data.id` of the payload): what the delivery log is searched by. */
+    resourceId: text("resource_id").generatedAlwaysAs(sql`((payload)::jsonb -> 'data' ->> 'id')`),
     status: text("status").$type<DispatchStatus>().notNull().default("pending"),
     attemptCount: integer("attempt_count").notNull().default(0),
     /**
@@ -247,6 +269,9 @@ export const webhookDispatch = pgTable(
       .on(t.nextAttemptAt)
       .where(sql`${t.status} in ('pending', 'error')`),
     index("webhook_dispatch_webhook_created_idx").on(t.webhookId, t.createdAt),
+    // Searching the delivery log: by resource, and by type over a window (by event id: the unique key above).
+    index("webhook_dispatch_resource_idx").on(t.resourceId),
+    index("webhook_dispatch_type_created_idx").on(t.eventType, t.createdAt),
     // The auto-disable rule asks each webhook for its latest success.
     index("webhook_dispatch_webhook_success_idx")
       .on(t.webhookId, t.completedAt)
@@ -423,13 +448,24 @@ export type RecoveryStatus = (typeof RECOVERY_STATUSES)[number];
  * [since, until) back to pending, in batches, off the request path. The
  * sweeper claims it with a lease; `cursor_*` is where the next batch starts.
  */
+export const RECOVERY_KINDS = ["recover", "resend"] as const;
+export type RecoveryKind = (typeof RECOVERY_KINDS)[number];
+
 export const webhookRecovery = pgTable(
   "webhook_recovery",
   {
     id: prefixedId("whr"),
-    webhookId: text("webhook_id")
-      .notNull()
-      .references(() => webhook.id, { onDelete: "cascade" }),
+    /**
+     * `recover`: one webhook's failed and exhausted dispatches. `resend`: every
+     * dispatch (delivered ones too) of `event_type` across `account`'s webhooks.
+     */
+    kind: text("kind").$type<RecoveryKind>().notNull().default("recover"),
+    /** The webhook a `recover` job works on; null for a `resend`. */
+    webhookId: text("webhook_id").references(() => webhook.id, { onDelete: "cascade" }),
+    /** The account whose webhooks a `resend` job covers (null: the global webhooks). */
+    account: text("account"),
+    /** A `resend` job's event type. */
+    eventType: text("event_type"),
     since: timestamp("since", { withTimezone: true, mode: "date" }).notNull(),
     until: timestamp("until", { withTimezone: true, mode: "date" }).notNull(),
     status: text("status").$type<RecoveryStatus>().notNull().default("pending"),
@@ -448,6 +484,10 @@ export const webhookRecovery = pgTable(
     completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [
+    check(
+      "webhook_recovery_kind_check",
+      sql`(${t.kind} = 'recover' and ${t.webhookId} is not null) or (${t.kind} = 'resend' and ${t.eventType} is not null)`,
+    ),
     index("webhook_recovery_webhook_idx").on(t.webhookId),
     index("webhook_recovery_open_idx")
       .on(t.createdAt)
@@ -481,3 +521,29 @@ export const idempotencyKey = pgTable(
   (t) => [primaryKey({ columns: [t.account, t.key] }), index("idempotency_key_expires_idx").on(t.expiresAt)],
 );
 export type IdempotencyKey = typeof idempotencyKey.$inferSelect;
+
+/**
+ * Control-plane actions, who took them and on what: every change to a
+ * webhook, retry, recovery or resend, and everything a `support` token does.
+ * `account` is the owner of the target (null: a global webhook), and the row
+ * is readable by that account and by support.
+ */
+export const auditLog = pgTable(
+  "audit_log",
+  {
+    id: prefixedId("aud"),
+    account: text("account"),
+    actorSub: text("actor_sub").notNull(),
+    actorAccount: text("actor_account").notNull(),
+    actorRole: text("actor_role"),
+    action: text("action").notNull(),
+    target: text("target").notNull(),
+    detail: jsonb("detail").$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("audit_log_account_created_idx").on(t.account, t.createdAt),
+    index("audit_log_target_idx").on(t.target),
+  ],
+);
+export type AuditLogEntry = typeof auditLog.$inferSelect;

@@ -16,17 +16,9 @@ export interface Harness {
   hooklane: Hooklane;
   lane: Lane | undefined;
   /** Calls the API in-process with a token for `account` (admin when asked); `body` goes as JSON. */
-  call(
-    method: string,
-    path: string,
-    options?: { body?: unknown; account?: string; admin?: boolean; headers?: Record<string, string> },
-  ): Promise<HarnessAnswer>;
+  call(method: string, path: string, options?: CallOptions): Promise<HarnessAnswer>;
   /** The same call, answering with the Response itself (streams). */
-  request(
-    method: string,
-    path: string,
-    options?: { body?: unknown; account?: string; admin?: boolean; headers?: Record<string, string> },
-  ): Promise<Response>;
+  request(method: string, path: string, options?: CallOptions): Promise<Response>;
   /**
    * Creates account rows straight in the database, publishing nothing: an
    * account-scoped webhook needs its account to exist first.
@@ -47,6 +39,16 @@ export interface Harness {
    */
   advance(ms: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Who calls (a token for `account`, `sub` "tester" unless named, admin or support when asked) and what it sends. */
+export interface CallOptions {
+  body?: unknown;
+  account?: string;
+  admin?: boolean;
+  support?: boolean;
+  sub?: string;
+  headers?: Record<string, string>;
 }
 
 /** An answer of the API: its JSON body parsed, and the bytes and headers as sent. */
@@ -127,10 +129,10 @@ export async function startHarness(
   const request: Harness["request"] = async (
     method,
     path,
-    { body, account = "acc_test", admin = false, headers = {} } = {},
+    { body, account = "acc_test", admin = false, support = false, sub = "tester", headers = {} } = {},
   ) => {
-    const key = `${account}:${admin}`;
-    if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "tester", account, admin }));
+    const key = `${sub}:${account}:${admin}:${support}`;
+    if (!tokens.has(key)) tokens.set(key, await mintToken(DEVELOPMENT_JWT_SECRET, { sub, account, admin, support }));
     return app.request(path, {
       method,
       headers: { authorization: `Bearer ${tokens.get(key)}`, "content-type": "application/json", ...headers },

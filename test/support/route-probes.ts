@@ -25,6 +25,7 @@ export interface RouteFixture {
   webhook: string;
   dispatch: string;
   recovery: string;
+  resend: string;
 }
 
 /** A valid request for one route: what a well-behaved client sends. */
@@ -120,6 +121,13 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: `/v3/webhooks/${f.webhook}/recoveries/${f.recovery}`,
   }),
   "GET /v3/webhook-event-types": () => ({ path: "/v3/webhook-event-types" }),
+  "GET /v3/webhook-dispatches": () => ({ path: "/v3/webhook-dispatches?type=webhook.test" }),
+  "POST /v3/webhook-resends": () => ({
+    path: "/v3/webhook-resends",
+    body: { eventType: "webhook.test", since: new Date(Date.now() - 3_600_000).toISOString() },
+  }),
+  "GET /v3/webhook-resends/:id": (_, f) => ({ path: `/v3/webhook-resends/${f.resend}` }),
+  "GET /v3/audit-log": () => ({ path: "/v3/audit-log" }),
 };
 
 /** `PROBE_ACCOUNT` and two of each object it lists, through the API. */
@@ -144,6 +152,10 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
     account: PROBE_ACCOUNT,
     body: { since: "2020-01-01T00:00:00Z" },
   });
+  const resend = await harness.call("POST", "/v3/webhook-resends", {
+    account: PROBE_ACCOUNT,
+    body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
+  });
   return {
     paymentDebt: paymentDebt!,
     subscription,
@@ -151,5 +163,6 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
     webhook,
     dispatch: tests[0]!,
     recovery: recovery.body.id,
+    resend: resend.body.id,
   };
 }

@@ -1,6 +1,7 @@
 import { QuotaExceededError } from "../../../lib/api/problem.ts";
 import type { Config } from "../../../lib/config/env.ts";
 import type { Database } from "../../../lib/db/client.ts";
+import type { RecoveryKind } from "../../../lib/db/schema.ts";
 import { countOpenRecoveries, countWebhooks, recentTestEvents } from "../../../lib/db/sql/account-usage.ts";
 
 /**
@@ -35,10 +36,15 @@ export const accountQuotas = {
     );
   },
 
-  /** Another bulk recovery while `account`'s others are unfinished. */
-  async recovery(database: Database, config: Config, account: string | null): Promise<void> {
+  /** Another bulk recovery (or resend, counted apart) while `account`'s others are unfinished. */
+  async recovery(
+    database: Database,
+    config: Config,
+    account: string | null,
+    kind: RecoveryKind = "recover",
+  ): Promise<void> {
     const limit = config.quotas.openRecoveries;
-    if ((await countOpenRecoveries(database, account)) < limit) return;
+    if ((await countOpenRecoveries(database, account, kind)) < limit) return;
     throw new QuotaExceededError(
       "recoveries",
       limit,

@@ -14,11 +14,14 @@ interface Fixture {
   dispatchId: string;
   eventId: string;
   recoveryId: string;
+  resendId: string;
   sessionId: string;
   /** Where every webhook of the test points (loopback). */
   receiverUrl: string;
   /** Strings only A's data contains: none may appear in an answer to B. */
   secrets: string[];
+  /** A's signing secrets: never in an answer to anyone else, support included. */
+  signingSecrets: string[];
 }
 
 interface Probe {
@@ -26,6 +29,12 @@ interface Probe {
   kind: "object" | "collection";
   /** Answers with an endless stream: only its status is read. */
   stream?: true;
+  /**
+   * A support token reaches A's object here (reads, retries, recoveries): it
+   * answers 2xx, shows no signing secret, and lands in A's audit log as this
+   * action. Everywhere else support is an ordinary user of its own account.
+   */
+  support?: string;
   request(f: Fixture): { path: string; body?: unknown };
 }
 
@@ -40,7 +49,11 @@ const PROBES: Record<string, Probe> = {
     request: (f) => ({ path: "/v3/webhooks", body: { url: `${f.receiverUrl}/others`, events: ["*"] } }),
   },
   "GET /v3/webhooks": { kind: "collection", request: () => ({ path: "/v3/webhooks?limit=100" }) },
-  "GET /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
+  "GET /v3/webhooks/:id": {
+    kind: "object",
+    support: "webhook.read",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }),
+  },
   "PATCH /v3/webhooks/:id": {
     kind: "object",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}`, body: { description: "taken over" } }),
@@ -52,29 +65,52 @@ const PROBES: Record<string, Probe> = {
   "POST /v3/webhooks/:id/test": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/test` }) },
   "GET /v3/webhooks/:id/dispatches": {
     kind: "object",
+    support: "webhook.log-read",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/dispatches` }),
   },
   "GET /v3/webhooks/:id/health": {
     kind: "object",
+    support: "webhook.health-read",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/health` }),
   },
   "GET /v3/webhook-dispatches/:id": {
     kind: "object",
+    support: "dispatch.read",
     request: (f) => ({ path: `/v3/webhook-dispatches/${f.dispatchId}` }),
   },
   "POST /v3/webhook-dispatches/:id/retry": {
     kind: "object",
+    support: "dispatch.retried",
     request: (f) => ({ path: `/v3/webhook-dispatches/${f.dispatchId}/retry` }),
   },
   "POST /v3/webhooks/:id/recover": {
     kind: "object",
+    support: "recovery.started",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recover`, body: { since: "2020-01-01T00:00:00Z" } }),
   },
   "GET /v3/webhooks/:id/recoveries/:recoveryId": {
     kind: "object",
+    support: "recovery.read",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recoveries/${f.recoveryId}` }),
   },
   "DELETE /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
+  "GET /v3/webhook-dispatches": {
+    kind: "collection",
+    request: (f) => ({ path: `/v3/webhook-dispatches?eventId=${f.eventId}` }),
+  },
+  "POST /v3/webhook-resends": {
+    kind: "collection",
+    request: () => ({
+      path: "/v3/webhook-resends",
+      body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
+    }),
+  },
+  "GET /v3/webhook-resends/:id": {
+    kind: "object",
+    support: "resend.read",
+    request: (f) => ({ path: `/v3/webhook-resends/${f.resendId}` }),
+  },
+  "GET /v3/audit-log": { kind: "collection", request: () => ({ path: "/v3/audit-log?limit=100" }) },
   "POST /v3/listen-sessions": {
     kind: "collection",
     request: (f) => ({ path: "/v3/listen-sessions", body: { forwardTo: `${f.receiverUrl}/listening` } }),
@@ -104,6 +140,7 @@ const controlPlaneRoutes = [
 ];
 
 const A = { account: "acc_tenant_a" };
+const SUPPORT = { account: "acc_tenant_b", support: true, sub: "support-agent-7" };
 const OTHERS = [
   { name: "a user of account B", account: "acc_tenant_b", admin: false },
   { name: "an admin of account B", account: "acc_tenant_b", admin: true },
@@ -121,7 +158,10 @@ describe("tenancy of the control plane", () => {
     let fixture: Fixture;
 
     /** Calls `route` as its probe says; a stream's body is dropped once its status is known. */
-    async function callProbe(route: string, who: { account: string; admin?: boolean }) {
+    async function callProbe(
+      route: string,
+      who: { account: string; admin?: boolean; support?: boolean; sub?: string },
+    ) {
       const probe = PROBES[route]!;
       const method = route.split(" ")[0]!;
       const { path, body } = probe.request(fixture);
@@ -150,6 +190,10 @@ describe("tenancy of the control plane", () => {
         ...A,
         body: { since: "2020-01-01T00:00:00Z" },
       });
+      const resend = await harness.call("POST", "/v3/webhook-resends", {
+        ...A,
+        body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
+      });
       const session = await harness.call("POST", "/v3/listen-sessions", {
         ...A,
         body: { forwardTo: "http://localhost:4000/only-a-listens-here" },
@@ -159,10 +203,13 @@ describe("tenancy of the control plane", () => {
         dispatchId: test.body.id,
         eventId: test.body.event.id,
         recoveryId: recovery.body.id,
+        resendId: resend.body.id,
         sessionId: session.body.id,
         receiverUrl: receiver.url,
         secrets: [created.body.id, test.body.id, test.body.event.id, recovery.body.id, created.body.secret],
+        signingSecrets: [created.body.secret, session.body.secret],
       };
+      fixture.secrets.push(resend.body.id);
       fixture.secrets.push("only-a-knows-this-path", "a's private note", session.body.id, session.body.secret);
       fixture.secrets.push("only-a-listens-here");
     }, HARNESS_START_MS);
@@ -184,6 +231,44 @@ describe("tenancy of the control plane", () => {
       const paged = await harness.call("GET", `/v3/webhooks?cursor=${fixture.webhookId}`, other);
       expect(paged.status).toBe(422);
       expect(JSON.stringify(paged.body)).not.toContain("only-a-knows-this-path");
+    });
+
+    it("lets a support token of account B read, retry and recover A's deliveries, never a secret, and audits it", async () => {
+      for (const route of controlPlaneRoutes) {
+        const probe = PROBES[route]!;
+        const response = await callProbe(route, SUPPORT);
+        const text = JSON.stringify(response.body ?? "");
+        for (const secret of fixture.signingSecrets) expect(text, `${route} shows a secret`).not.toContain(secret);
+        if (probe.support) {
+          expect(response.status, `${route}: ${text}`).toBeLessThan(300);
+          if (route === "POST /v3/webhook-dispatches/:id/retry") {
+            // Delivered again before A's own retry below, which a pending dispatch would refuse.
+            await eventually(
+              () => harness.call("GET", `/v3/webhook-dispatches/${fixture.dispatchId}`, A),
+              (answer) => answer.body.status === "success",
+            );
+          }
+        } else if (probe.kind === "object") {
+          expect(response.status, route).toBe(404);
+          for (const secret of fixture.secrets) expect(text, `${route} leaks ${secret}`).not.toContain(secret);
+        } else {
+          expect(response.status, `${route}: ${text}`).toBeLessThan(300);
+        }
+      }
+      // Support's search by event id finds A's delivery; an ordinary admin's finds nothing (above).
+      const found = await harness.call("GET", `/v3/webhook-dispatches?eventId=${fixture.eventId}`, SUPPORT);
+      expect(found.body.data.map((d: { id: string }) => d.id)).toEqual([fixture.dispatchId]);
+      // A reads in its own audit log everything support did to its objects, and who did it.
+      const audit = await harness.call("GET", "/v3/audit-log?limit=100", A);
+      const bySupport = audit.body.data.filter((entry: { actor: { role: string } }) => entry.actor.role === "support");
+      const expected = Object.values(PROBES).flatMap((probe) => (probe.support ? [probe.support] : []));
+      expect(new Set(bySupport.map((entry: { action: string }) => entry.action))).toEqual(new Set(expected));
+      for (const entry of bySupport) {
+        expect(entry).toMatchObject({
+          account: A.account,
+          actor: { sub: SUPPORT.sub, account: SUPPORT.account, role: "support" },
+        });
+      }
     });
 
     it("leaves A's objects untouched, and A reaches every one of them", async () => {

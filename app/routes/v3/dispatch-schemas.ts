@@ -211,7 +211,72 @@ export function presentRecovery(
   return {
     id: row.id,
     object: "webhook-recovery",
-    webhook: row.webhookId,
+    webhook: row.webhookId!,
+    status: row.status,
+    since: iso(row.since),
+    until: iso(row.until),
+    total: row.total,
+    requeued: row.requeued,
+    delivered: outcome.delivered,
+    failed: outcome.failed,
+    created: iso(row.createdAt),
+    started: isoOrNull(row.startedAt),
+    completed: isoOrNull(row.completedAt),
+  };
+}
+
+export const resendSchema = z
+  .strictObject({
+    id: z.string().describe("`whr_…`"),
+    object: z.literal("webhook-resend"),
+    eventType: z.string(),
+    account: z.string().nullable().describe("The account whose webhooks it covers; null: the global webhooks."),
+    status: z.enum(RECOVERY_STATUSES),
+    since: timestamp,
+    until: timestamp,
+    total: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Finished dispatches of the type in the window, delivered ones included; null until started."),
+    requeued: z.number().int().describe("Started over so far (a new run each, due now)."),
+    delivered: z.number().int().describe("Of those, delivered since."),
+    failed: z.number().int().describe("Of those, exhausted since."),
+    created: timestamp,
+    started: timestamp.nullable(),
+    completed: timestamp.nullable(),
+  })
+  .meta({
+    id: "WebhookResend",
+    examples: [
+      {
+        id: "whr_0f1e2d3c4b5a49687766554433221100",
+        object: "webhook-resend",
+        eventType: "payment-debt.created",
+        account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+        status: "completed",
+        since: "2026-11-30T09:30:00.000Z",
+        until: "2026-12-01T09:30:00.000Z",
+        total: 120,
+        requeued: 120,
+        delivered: 118,
+        failed: 0,
+        created: "2026-12-01T09:30:00.000Z",
+        started: "2026-12-01T09:30:00.050Z",
+        completed: "2026-12-01T09:30:01.200Z",
+      },
+    ],
+  });
+
+export function presentResend(
+  row: WebhookRecovery,
+  outcome: { delivered: number; failed: number },
+): z.output<typeof resendSchema> {
+  return {
+    id: row.id,
+    object: "webhook-resend",
+    eventType: row.eventType!,
+    account: row.account,
     status: row.status,
     since: iso(row.since),
     until: iso(row.until),

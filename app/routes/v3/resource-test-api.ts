@@ -67,7 +67,7 @@ export async function resourceTestApi(): Promise<ResourceTestApi> {
 
   const principalOf: ResourceTestApi["principalOf"] = async (name, options = {}) => {
     const [row] = await database.db.insert(account).values({ name }).returning();
-    return { sub: `user-of-${name}`, account: row!.id, admin: options.admin ?? false };
+    return { sub: `user-of-${name}`, account: row!.id, admin: options.admin ?? false, support: false };
   };
 
   return {

@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
@@ -51,6 +52,12 @@ export function addWebhookCreate(router: OperationRouter): void {
           createdBy: principal.sub,
         })
         .returning();
+      await recordAudit(database, principal, {
+        action: "webhook.created",
+        target: row!.id,
+        account: owner,
+        detail: { url: body.url, events: row!.events },
+      });
       afterCommit(c, () => subscriptions.invalidate());
       // The secret is shown here, once; afterwards only its sealed form exists.
       return c.json({ ...presentWebhook(row!), secret }, 201);

@@ -4,7 +4,8 @@ import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/l
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { timestampInput } from "../../../lib/api/timestamps.ts";
-import { DISPATCH_STATUSES, webhookAttempt, webhookDispatch } from "../../../lib/db/schema.ts";
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
+import { DISPATCH_STATUSES, webhook, webhookAttempt, webhookDispatch } from "../../../lib/db/schema.ts";
 import { dispatchInScope, findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import {
   dispatchDetailSchema,
@@ -30,7 +31,7 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
       path: "/v3/webhooks/:id/dispatches",
       operationId: "listWebhookDispatches",
       summary: "List a webhook's deliveries",
-      description: "One row per event sent to this webhook, newest first.",
+      description: "One row per event sent to this webhook, newest first; still readable after the webhook is deleted.",
       tag: "Delivery log",
       params: webhookIdParams,
       query: logQuery,
@@ -38,7 +39,12 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
     },
     async (c, { params, query }) => {
       const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id);
+      const hook = await findWebhook(database, c.var.principal, params.id, { support: true, deleted: true });
+      await recordAudit(database, c.var.principal, {
+        action: "webhook.log-read",
+        target: hook.id,
+        account: hook.account,
+      });
       const rows = await readNewestFirst(database.db, webhookDispatch, {
         scope: eq(webhookDispatch.webhookId, hook.id),
         filter: and(
@@ -64,9 +70,16 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
       responses: { 200: { description: "The dispatch and its attempts.", schema: dispatchDetailSchema } },
     },
     async (c, { params }) => {
-      const { db } = c.var.database;
-      const [row] = await db.select().from(webhookDispatch).where(dispatchInScope(c.var.principal, params.id));
-      if (!row) throw notFound("dispatch");
+      const { database, principal } = c.var;
+      const { db } = database;
+      const [found] = await db
+        .select({ row: webhookDispatch, owner: webhook.account })
+        .from(webhookDispatch)
+        .innerJoin(webhook, eq(webhook.id, webhookDispatch.webhookId))
+        .where(dispatchInScope(principal, params.id, { support: true, deleted: true }));
+      if (!found) throw notFound("dispatch");
+      const { row } = found;
+      await recordAudit(database, principal, { action: "dispatch.read", target: row.id, account: found.owner });
       const attempts = await db
         .select()
         .from(webhookAttempt)

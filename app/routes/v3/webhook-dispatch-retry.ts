@@ -2,7 +2,8 @@ import { eq } from "drizzle-orm";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, notFound } from "../../../lib/api/problem.ts";
-import { webhookDispatch } from "../../../lib/db/schema.ts";
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
+import { webhook, webhookDispatch } from "../../../lib/db/schema.ts";
 import { restartDispatch } from "../../../lib/db/sql/restart-dispatches.ts";
 import { dispatchInScope } from "../../../lib/webhook/webhook-scope.ts";
 import { dispatchIdParams, dispatchSchema, presentDispatch } from "./dispatch-schemas.ts";
@@ -32,15 +33,22 @@ export function addWebhookDispatchRetry(router: OperationRouter): void {
       const { transport } = c.var.hooklane;
       const { database } = c.var;
       const [found] = await database.db
-        .select({ id: webhookDispatch.id })
+        .select({ id: webhookDispatch.id, owner: webhook.account })
         .from(webhookDispatch)
-        .where(dispatchInScope(c.var.principal, params.id));
+        .innerJoin(webhook, eq(webhook.id, webhookDispatch.webhookId))
+        .where(dispatchInScope(c.var.principal, params.id, { support: true }));
       if (!found) throw notFound("dispatch");
       if (!(await restartDispatch(database, found.id))) {
         throw new ApiError(409, "Conflict", "The dispatch is already pending or an attempt is in flight.");
       }
       const [row] = await database.db.select().from(webhookDispatch).where(eq(webhookDispatch.id, found.id));
       if (!row) throw notFound("dispatch");
+      await recordAudit(database, c.var.principal, {
+        action: "dispatch.retried",
+        target: row.id,
+        account: found.owner,
+        detail: { run: row.run },
+      });
       afterCommit(c, () => transport.sendDeliver([row.id]));
       return c.json(presentDispatch(row), 202);
     },

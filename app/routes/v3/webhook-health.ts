@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { webhookHealth, type WebhookHealth } from "../../../lib/webhook/health/webhook-health.ts";
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { timestamp } from "../../../lib/api/timestamps.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
@@ -89,7 +90,12 @@ export function addWebhookHealth(router: OperationRouter): void {
     },
     async (c, { params }) => {
       const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id);
+      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
+      await recordAudit(database, c.var.principal, {
+        action: "webhook.health-read",
+        target: hook.id,
+        account: hook.account,
+      });
       return c.json(presentWebhookHealth(hook.id, await webhookHealth(database, hook)));
     },
   );

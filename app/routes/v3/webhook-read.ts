@@ -2,6 +2,7 @@ import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { webhook } from "../../../lib/db/schema.ts";
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { findWebhook, webhookScope } from "../../../lib/webhook/webhook-scope.ts";
 import { presentWebhook, webhookIdParams, webhookSchema } from "./webhook-schemas.ts";
 
@@ -13,16 +14,18 @@ export function addWebhookRead(router: OperationRouter): void {
       path: "/v3/webhooks",
       operationId: "listWebhooks",
       summary: "List webhooks",
-      description: "The caller's account's webhooks, and the global ones for an admin; newest first.",
+      description:
+        "The caller's account's webhooks, and the global ones for an admin (every account's for support); newest first.",
       tag: "Webhooks",
       query: z.strictObject(pageQuery),
       responses: { 200: { description: "A page of webhooks.", schema: listOf(webhookSchema) } },
     },
     async (c, { query }) => {
       const rows = await readNewestFirst(c.var.database.db, webhook, {
-        scope: webhookScope(c.var.principal),
+        scope: webhookScope(c.var.principal, { support: true }),
         ...query,
       });
+      await recordAudit(c.var.database, c.var.principal, { action: "webhook.read", target: "webhooks", account: null });
       return c.json(listPage(rows, query.limit, presentWebhook));
     },
   );
@@ -37,6 +40,11 @@ export function addWebhookRead(router: OperationRouter): void {
       params: webhookIdParams,
       responses: { 200: { description: "The webhook.", schema: webhookSchema } },
     },
-    async (c, { params }) => c.json(presentWebhook(await findWebhook(c.var.database, c.var.principal, params.id))),
+    async (c, { params }) => {
+      const { database, principal } = c.var;
+      const row = await findWebhook(database, principal, params.id, { support: true });
+      await recordAudit(database, principal, { action: "webhook.read", target: row.id, account: row.account });
+      return c.json(presentWebhook(row));
+    },
   );
 }

@@ -7,6 +7,7 @@ import { whenFieldsValid } from "../../../lib/api/validation-errors.ts";
 import { webhookRecovery } from "../../../lib/db/schema.ts";
 import { recoveryOutcome } from "../../../lib/db/sql/recovery-jobs.ts";
 import { wakeSweepers } from "../../../lib/webhook/sweeper/webhook-sweeper.ts";
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { presentRecovery, recoverySchema } from "./dispatch-schemas.ts";
 import { accountQuotas } from "./account-quotas.ts";
@@ -54,7 +55,7 @@ export function addWebhookRecovery(router: OperationRouter): void {
     },
     async (c, { params, body }) => {
       const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id);
+      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
       await accountQuotas.recovery(database, c.var.hooklane.config, hook.account);
       const [row] = await database.db
         .insert(webhookRecovery)
@@ -65,6 +66,12 @@ export function addWebhookRecovery(router: OperationRouter): void {
           createdBy: c.var.principal.sub,
         })
         .returning();
+      await recordAudit(database, c.var.principal, {
+        action: "recovery.started",
+        target: row!.id,
+        account: hook.account,
+        detail: { webhook: hook.id, since: body.since, until: row!.until.toISOString() },
+      });
       await wakeSweepers(database);
       return c.json(presentRecovery(row!, { delivered: 0, failed: 0 }), 202);
     },
@@ -82,12 +89,13 @@ export function addWebhookRecovery(router: OperationRouter): void {
     },
     async (c, { params }) => {
       const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id);
+      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
       const [row] = await database.db
         .select()
         .from(webhookRecovery)
         .where(and(eq(webhookRecovery.webhookId, hook.id), eq(webhookRecovery.id, params.recoveryId)));
       if (!row) throw notFound("recovery");
+      await recordAudit(database, c.var.principal, { action: "recovery.read", target: row.id, account: hook.account });
       return c.json(presentRecovery(row, await recoveryOutcome(database, row.id)));
     },
   );

@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { sql } from "drizzle-orm";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
@@ -44,6 +45,11 @@ export function addWebhookRotateSecret(router: OperationRouter): void {
         .where(webhookInScope(c.var.principal, params.id))
         .returning();
       if (!row) throw notFound("webhook");
+      await recordAudit(database, c.var.principal, {
+        action: "webhook.secret-rotated",
+        target: row.id,
+        account: row.account,
+      });
       return c.json({ ...presentWebhook(row), secret });
     },
   );

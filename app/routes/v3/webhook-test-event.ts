@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
@@ -69,6 +70,12 @@ export function addWebhookTestEvent(router: OperationRouter): void {
           }),
         })
         .returning();
+      await recordAudit(database, c.var.principal, {
+        action: "webhook.test-sent",
+        target: hook.id,
+        account: hook.account,
+        detail: { dispatch: row!.id, mode: body.mode },
+      });
       afterCommit(c, () => transport.sendDeliver([row!.id]));
       return c.json(presentDispatch(row!), 202);
     },

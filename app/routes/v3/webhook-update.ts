@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { sql } from "drizzle-orm";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
@@ -67,6 +68,13 @@ export function addWebhookUpdate(router: OperationRouter): void {
         .where(webhookInScope(principal, params.id))
         .returning();
       if (!row) throw notFound("webhook");
+      // What changed, never a secret: the fields sent, with their new values.
+      await recordAudit(database, principal, {
+        action: "webhook.updated",
+        target: row.id,
+        account: row.account,
+        detail: body,
+      });
       if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
       // Its kept events are due: deliver them now rather than at the lane's next idle check.
       if (statusChanges && row.status === "active") afterCommit(c, () => transport.sendDeliver([]));

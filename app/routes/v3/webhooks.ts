@@ -4,20 +4,29 @@ import { addListenSessionDelete } from "./listen-session-delete.ts";
 import { addListenSessionResults } from "./listen-session-results.ts";
 import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addLaneStatus } from "./lane-status.ts";
+import { addAuditLog } from "./audit-log.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
 import { addWebhookDispatchRetry } from "./webhook-dispatch-retry.ts";
+import { addWebhookDispatchSearch } from "./webhook-dispatch-search.ts";
 import { addWebhookEventTypes } from "./webhook-event-types.ts";
 import { addWebhookHealth } from "./webhook-health.ts";
 import { addWebhookRead } from "./webhook-read.ts";
 import { addWebhookRecovery } from "./webhook-recovery.ts";
+import { addWebhookResend } from "./webhook-resend.ts";
 import { addWebhookRotateSecret } from "./webhook-rotate-secret.ts";
 import { addWebhookTestEvent } from "./webhook-test-event.ts";
 import { addWebhookUpdate } from "./webhook-update.ts";
 
 /** Paths of the control plane's own objects: every route under them is scoped to the caller's account. */
-export const TENANT_SCOPED_PREFIXES = ["/v3/webhooks", "/v3/webhook-dispatches", "/v3/listen-sessions"] as const;
+export const TENANT_SCOPED_PREFIXES = [
+  "/v3/webhooks",
+  "/v3/webhook-dispatches",
+  "/v3/webhook-resends",
+  "/v3/listen-sessions",
+  "/v3/audit-log",
+] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types", "/v3/lane"] as const;
 
@@ -41,8 +50,10 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addWebhookRotateSecret,
     addWebhookTestEvent,
     addWebhookDispatchLog,
+    addWebhookDispatchSearch,
     addWebhookDispatchRetry,
     addWebhookRecovery,
+    addWebhookResend,
     addWebhookEventTypes,
     addListenSessionCreate,
     addListenSessionStream,
@@ -50,6 +61,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addListenSessionDelete,
     addWebhookHealth,
     addLaneStatus,
+    addAuditLog,
   ]) {
     add(router);
   }

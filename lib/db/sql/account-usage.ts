@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
+import type { RecoveryKind } from "../schema.ts";
 
 /** `account = $1`, where a null account means the global webhooks (one account, for quotas). */
 const owned = (account: string | null) => (account === null ? sql`w.account is null` : sql`w.account = ${account}`);
@@ -7,7 +8,7 @@ const owned = (account: string | null) => (account === null ? sql`w.account is n
 /** Webhooks an account has (listen sessions are ephemeral and not counted). */
 export async function countWebhooks(database: Database, account: string | null): Promise<number> {
   const [row] = await database.rows<{ n: number }>(sql`
-    select count(*)::int as n from webhook w where ${owned(account)} and w.status <> 'listening'
+    select count(*)::int as n from webhook w where ${owned(account)} and w.status <> 'listening' and w.deleted_at is null
   `);
   return row!.n;
 }
@@ -29,12 +30,17 @@ export async function recentTestEvents(
   return { count: row!.n, oldestLeavesInSeconds: Number(row!.leaves ?? 0) };
 }
 
-/** Bulk recoveries of the account's webhooks not completed yet. */
-export async function countOpenRecoveries(database: Database, account: string | null): Promise<number> {
+/** Bulk recoveries of the account's webhooks (or its resends) not completed yet. */
+export async function countOpenRecoveries(
+  database: Database,
+  account: string | null,
+  kind: RecoveryKind = "recover",
+): Promise<number> {
   const [row] = await database.rows<{ n: number }>(sql`
     select count(*)::int as n
-    from webhook_recovery r join webhook w on w.id = r.webhook_id
-    where ${owned(account)} and r.status <> 'completed'
+    from webhook_recovery r left join webhook w on w.id = r.webhook_id
+    where (case when r.kind = 'resend' then r.account else w.account end) is not distinct from ${account}::text
+      and r.kind = ${kind} and r.status <> 'completed'
   `);
   return row!.n;
 }

@@ -20,6 +20,7 @@ export async function insertDispatches(
     from webhook w
     where (w.events @> array[${event.eventType}]::text[] or w.events @> array['*']::text[])
       and (w.account is null or w.account = ${event.account}::text)
+      and w.deleted_at is null
       and exists (select 1 from webhook_event_type t where t.internal = ${event.eventType} and not t.deprecated)
     on conflict (event_id, webhook_id) do nothing
     returning id

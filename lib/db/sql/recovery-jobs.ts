@@ -2,10 +2,19 @@ import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import { NOT_IN_FLIGHT, RESTART_RUN } from "./restart-dispatches.ts";
 
-/** The dispatches a recovery of webhook `r` takes: failing or exhausted, created in [since, until). */
+/**
+ * The dispatches job `r` takes, created in [since, until): a `recover` job's
+ * webhook's failing or exhausted ones; a `resend` job's event type's finished
+ * ones (delivered included) across its account's live webhooks.
+ */
 const IN_WINDOW = sql.raw(`
-  d.webhook_id = r.webhook_id and d.status in ('error', 'exhausted')
-  and d.created_at >= r.since and d.created_at < r.until`);
+  d.created_at >= r.since and d.created_at < r.until
+  and (
+    (r.kind = 'recover' and d.webhook_id = r.webhook_id and d.status in ('error', 'exhausted'))
+    or (r.kind = 'resend' and d.event_type = r.event_type and d.status in ('success', 'error', 'exhausted')
+        and d.webhook_id in (select w2.id from webhook w2
+                             where w2.account is not distinct from r.account and w2.deleted_at is null))
+  )`);
 
 /**
  * Leases the next unfinished recovery job that no live lease holds, with
@@ -23,8 +32,8 @@ export async function claimRecoveryJob(
   const [row] = await database.rows<{ id: string }>(sql`
     with open as (
       select r.id, r.turn_at, r.created_at,
-        max(r.turn_at) over (partition by coalesce(w.account, '')) as owner_turn_at
-      from webhook_recovery r join webhook w on w.id = r.webhook_id
+        max(r.turn_at) over (partition by coalesce(w.account, r.account, '')) as owner_turn_at
+      from webhook_recovery r left join webhook w on w.id = r.webhook_id
       where r.status <> 'completed'
     ),
     next as (

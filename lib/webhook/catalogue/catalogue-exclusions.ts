@@ -22,4 +22,5 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
     route: "/v3/listen-sessions/:id/results",
     reason: "control plane: recording a listen session's attempts",
   },
+  { method: "POST", route: "/v3/webhook-resends", reason: "control plane: redelivering past events of one type" },
 ];

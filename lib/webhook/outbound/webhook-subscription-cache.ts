@@ -37,7 +37,7 @@ export function createSubscriptionCache(
         const rows = await database.rows<{ internal: string }>(sql`
           select t.internal from webhook_event_type t
           where not t.deprecated
-            and exists (select 1 from webhook w where w.events @> array[t.internal] or w.events @> array['*'])
+            and exists (select 1 from webhook w where (w.events @> array[t.internal] or w.events @> array['*']) and w.deleted_at is null)
         `);
         loads++;
         internals = new Set(rows.map((row) => row.internal));

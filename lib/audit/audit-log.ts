@@ -1,0 +1,58 @@
+import type { Principal } from "../auth/jwt.ts";
+import { roleOf } from "../auth/jwt.ts";
+import type { Database } from "../db/client.ts";
+import { auditLog } from "../db/schema.ts";
+
+/** Control-plane actions the audit log records. */
+export type AuditAction =
+  | "webhook.created"
+  | "webhook.updated"
+  | "webhook.deleted"
+  | "webhook.secret-rotated"
+  | "webhook.test-sent"
+  | "webhook.read"
+  | "webhook.log-read"
+  | "webhook.health-read"
+  | "dispatch.read"
+  | "dispatch.retried"
+  | "dispatches.searched"
+  | "recovery.started"
+  | "recovery.read"
+  | "resend.started"
+  | "resend.read"
+  | "poison.replayed";
+
+/** Actions that change something: audited whoever takes them. The others (reads) are audited for support only. */
+const READS = new Set<AuditAction>([
+  "webhook.read",
+  "webhook.log-read",
+  "webhook.health-read",
+  "dispatch.read",
+  "dispatches.searched",
+  "recovery.read",
+  "resend.read",
+]);
+
+/**
+ * Records one control-plane action: who (`sub`, account, role), on what
+ * (`target`, owned by `account`; null for a global webhook), when. A change is
+ * always recorded; a read only when support made it, so what support saw of
+ * a customer's deliveries is on record. Written with the caller's database
+ * handle, inside its transaction when it has one.
+ */
+export async function recordAudit(
+  database: Database,
+  principal: Principal,
+  entry: { action: AuditAction; target: string; account: string | null; detail?: Record<string, unknown> },
+): Promise<void> {
+  if (READS.has(entry.action) && !principal.support) return;
+  await database.db.insert(auditLog).values({
+    account: entry.account,
+    actorSub: principal.sub,
+    actorAccount: principal.account,
+    actorRole: roleOf(principal) ?? null,
+    action: entry.action,
+    target: entry.target,
+    detail: entry.detail ?? {},
+  });
+}
