@@ -20,6 +20,7 @@ export type AuditAction =
   | "recovery.read"
   | "resend.started"
   | "resend.read"
+  | "notification.read"
   | "poison.replayed";
 
 /** Actions that change something: audited whoever takes them. The others (reads) are audited for support only. */
@@ -31,6 +32,7 @@ const READS = new Set<AuditAction>([
   "dispatches.searched",
   "recovery.read",
   "resend.read",
+  "notification.read",
 ]);
 
 /**

@@ -86,6 +86,9 @@ export const envVariables = z.object({
     .regex(/^smtps?:\/\//, "must be an smtp:// or smtps:// URL")
     .optional(),
   SMTP_FROM: z.string().min(3).default("hooklane <webhooks@localhost>"),
+  OPS_EMAIL: z.email().optional(),
+  WEBHOOK_NOTIFY_WINDOW: parsedText("1h", parseDuration).pipe(z.number().min(1_000, "must be at least 1s")),
+  WEBHOOK_RETENTION: parsedText("30d", parseDuration).pipe(z.number().min(60_000, "must be at least 1m")),
   WEBHOOK_DISABLE_AFTER: parsedText("7d", parseDuration),
   WEBHOOK_QUOTA_WEBHOOKS: z.coerce.number().int().min(1).max(1_000_000).default(500),
   WEBHOOK_QUOTA_TEST_EVENTS: z.coerce.number().int().min(1).max(1_000_000).default(100),
@@ -249,6 +252,9 @@ const schema = envVariables.transform((env, ctx) => {
     outboundEnabled: env.RUNTIME_OUTBOUND_ENABLED,
     smtpUrl: env.SMTP_URL,
     smtpFrom: env.SMTP_FROM,
+    opsEmail: env.OPS_EMAIL,
+    notifyWindowMs: env.WEBHOOK_NOTIFY_WINDOW,
+    retentionMs: env.WEBHOOK_RETENTION,
     disableAfterMs: env.WEBHOOK_DISABLE_AFTER,
     quotas: {
       webhooks: env.WEBHOOK_QUOTA_WEBHOOKS,

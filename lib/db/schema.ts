@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import {
+  bigint,
   bigserial,
   boolean,
   check,
@@ -420,10 +421,29 @@ export const webhookPoisonMessage = pgTable("webhook_poison_message", {
   createdAt: createdAt(),
 });
 
-export const NOTIFICATION_KINDS = ["dispatch.exhausted", "webhook.disabled"] as const;
+/**
+ * `dispatch.exhausted`: one per dispatch that failed for good, written with
+ * its last attempt; never mailed alone, but folded into a
+ * `dispatch.exhausted.digest` per webhook and window. `webhook.disabled` is
+ * mailed at once.
+ */
+export const NOTIFICATION_KINDS = ["dispatch.exhausted", "dispatch.exhausted.digest", "webhook.disabled"] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
-/** What the owner of a webhook is told: exhausted deliveries, disabled webhooks. */
+/**
+ * `pending`: to be mailed by the sweeper (retried until `next_mail_at`);
+ * `sent`; `none`: nobody to mail (no SMTP, no address); `failed`: gave up
+ * after `NOTIFY_MAIL_ATTEMPTS`; `digest`: an exhausted dispatch, told in its digest.
+ */
+export const MAIL_STATUSES = ["pending", "sent", "none", "failed", "digest"] as const;
+export type MailStatus = (typeof MAIL_STATUSES)[number];
+
+/**
+ * What the owner of a webhook is told: exhausted deliveries (in digests),
+ * disabled webhooks. Written in the transaction that decides it (the lane's
+ * attempt record, the disable); mailed by the sweeper with retries, so a
+ * notification is never lost with the process that wrote it.
+ */
 export const webhookNotification = pgTable(
   "webhook_notification",
   {
@@ -434,9 +454,27 @@ export const webhookNotification = pgTable(
     account: text("account"),
     kind: text("kind").$type<NotificationKind>().notNull(),
     detail: jsonb("detail").notNull(),
+    mailStatus: text("mail_status").$type<MailStatus>().notNull().default("pending"),
+    mailAttempts: integer("mail_attempts").notNull().default(0),
+    nextMailAt: timestamp("next_mail_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    mailedAt: timestamp("mailed_at", { withTimezone: true, mode: "date" }),
+    mailError: text("mail_error"),
+    /** An exhausted dispatch's digest, once folded into one. */
+    digestId: bigint("digest_id", { mode: "number" }),
     createdAt: createdAt(),
   },
-  (t) => [index("webhook_notification_webhook_idx").on(t.webhookId)],
+  (t) => [
+    index("webhook_notification_webhook_idx").on(t.webhookId),
+    index("webhook_notification_account_idx").on(t.account, t.id),
+    // What the sweeper mails next.
+    index("webhook_notification_mail_due_idx")
+      .on(t.nextMailAt)
+      .where(sql`${t.mailStatus} = 'pending'`),
+    // Exhausted dispatches waiting for their digest, per webhook.
+    index("webhook_notification_undigested_idx")
+      .on(t.webhookId, t.createdAt)
+      .where(sql`${t.kind} = 'dispatch.exhausted' and ${t.digestId} is null`),
+  ],
 );
 export type WebhookNotification = typeof webhookNotification.$inferSelect;
 

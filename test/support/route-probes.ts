@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { createApp } from "../../app/app.ts";
-import { webhookDispatch } from "../../lib/db/schema.ts";
+import { eq } from "drizzle-orm";
+import { webhookDispatch, webhookNotification } from "../../lib/db/schema.ts";
+import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { Harness } from "./harness.ts";
 import { exhaustedDispatches } from "./outage-dispatches.ts";
@@ -26,6 +28,7 @@ export interface RouteFixture {
   dispatch: string;
   recovery: string;
   resend: string;
+  notification: string;
 }
 
 /** A valid request for one route: what a well-behaved client sends. */
@@ -128,6 +131,8 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   }),
   "GET /v3/webhook-resends/:id": (_, f) => ({ path: `/v3/webhook-resends/${f.resend}` }),
   "GET /v3/audit-log": () => ({ path: "/v3/audit-log" }),
+  "GET /v3/notifications": () => ({ path: "/v3/notifications" }),
+  "GET /v3/notifications/:id": (_, f) => ({ path: `/v3/notifications/${f.notification}` }),
 };
 
 /** `PROBE_ACCOUNT` and two of each object it lists, through the API. */
@@ -156,6 +161,15 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
     account: PROBE_ACCOUNT,
     body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
   });
+  // Two notifications of the webhook's owner, as the lane and the sweeper write them.
+  for (const reason of ["probed", "probed again"]) {
+    await notifyOwner(harness.hooklane.database, { webhookId: webhook, kind: "webhook.disabled", detail: { reason } });
+  }
+  const [note] = await harness.hooklane.database.db
+    .select({ id: webhookNotification.id })
+    .from(webhookNotification)
+    .where(eq(webhookNotification.webhookId, webhook))
+    .limit(1);
   return {
     paymentDebt: paymentDebt!,
     subscription,
@@ -164,5 +178,6 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
     dispatch: tests[0]!,
     recovery: recovery.body.id,
     resend: resend.body.id,
+    notification: `ntf_${note!.id}`,
   };
 }

@@ -15,9 +15,13 @@ export interface SmtpSink {
   close(): Promise<void>;
 }
 
-/** A real SMTP server on loopback that accepts every message and keeps it. Plain text: no STARTTLS, no auth. */
-export async function startSmtpSink(): Promise<SmtpSink> {
-  const mails: ReceivedMail[] = [];
+/**
+ * A real SMTP server on loopback that accepts every message and keeps it.
+ * Plain text: no STARTTLS, no auth. On `port` when given (to come back where
+ * a closed one was), any free one otherwise; `mails` carries on from `keep`.
+ */
+export async function startSmtpSink(options: { port?: number; keep?: ReceivedMail[] } = {}): Promise<SmtpSink> {
+  const mails: ReceivedMail[] = options.keep ?? [];
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS", "AUTH"],
@@ -38,7 +42,7 @@ export async function startSmtpSink(): Promise<SmtpSink> {
       });
     },
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", resolve));
   const { port } = server.server.address() as AddressInfo;
   return {
     url: `smtp://127.0.0.1:${port}`,

@@ -90,7 +90,7 @@ describe("one convention for every resource and list", () => {
         checkAnswer(answer.body, route);
         if (answer.body.object === "list") lists.push(request.path);
       }
-      expect(lists.length).toBe(7);
+      expect(lists.length).toBe(8);
     });
 
     it("pages every list the same way: limit, then cursor, until nextCursor is null", async () => {

@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhookAttempt } from "../../../lib/db/schema.ts";
+import { webhookAttempt, webhookNotification } from "../../../lib/db/schema.ts";
+import { notifyOwner } from "../../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import type { Hooklane } from "../../../lib/hooklane.ts";
 import { eventually } from "../../../test/support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
@@ -15,6 +16,7 @@ interface Fixture {
   eventId: string;
   recoveryId: string;
   resendId: string;
+  notificationId: string;
   sessionId: string;
   /** Where every webhook of the test points (loopback). */
   receiverUrl: string;
@@ -111,6 +113,12 @@ const PROBES: Record<string, Probe> = {
     request: (f) => ({ path: `/v3/webhook-resends/${f.resendId}` }),
   },
   "GET /v3/audit-log": { kind: "collection", request: () => ({ path: "/v3/audit-log?limit=100" }) },
+  "GET /v3/notifications": { kind: "collection", request: () => ({ path: "/v3/notifications?limit=100" }) },
+  "GET /v3/notifications/:id": {
+    kind: "object",
+    support: "notification.read",
+    request: (f) => ({ path: `/v3/notifications/${f.notificationId}` }),
+  },
   "POST /v3/listen-sessions": {
     kind: "collection",
     request: (f) => ({ path: "/v3/listen-sessions", body: { forwardTo: `${f.receiverUrl}/listening` } }),
@@ -190,6 +198,18 @@ describe("tenancy of the control plane", () => {
         ...A,
         body: { since: "2020-01-01T00:00:00Z" },
       });
+      const aNotification = async (webhookId: string) => {
+        await notifyOwner(harness.hooklane.database, {
+          webhookId,
+          kind: "webhook.disabled",
+          detail: { reason: "a's own trouble" },
+        });
+        const [note] = await harness.hooklane.database.db
+          .select({ id: webhookNotification.id })
+          .from(webhookNotification)
+          .where(eq(webhookNotification.webhookId, webhookId));
+        return `ntf_${note!.id}`;
+      };
       const resend = await harness.call("POST", "/v3/webhook-resends", {
         ...A,
         body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
@@ -204,12 +224,13 @@ describe("tenancy of the control plane", () => {
         eventId: test.body.event.id,
         recoveryId: recovery.body.id,
         resendId: resend.body.id,
+        notificationId: await aNotification(created.body.id),
         sessionId: session.body.id,
         receiverUrl: receiver.url,
         secrets: [created.body.id, test.body.id, test.body.event.id, recovery.body.id, created.body.secret],
         signingSecrets: [created.body.secret, session.body.secret],
       };
-      fixture.secrets.push(resend.body.id);
+      fixture.secrets.push(resend.body.id, fixture.notificationId, "a's own trouble");
       fixture.secrets.push("only-a-knows-this-path", "a's private note", session.body.id, session.body.secret);
       fixture.secrets.push("only-a-listens-here");
     }, HARNESS_START_MS);

@@ -70,7 +70,7 @@ export function addWebhookRecovery(router: OperationRouter): void {
         action: "recovery.started",
         target: row!.id,
         account: hook.account,
-        detail: { webhook: hook.id, since: body.since, until: row!.until.toISOString() },
+        detail: { webhook: hook.id, since: row!.since.toISOString(), until: row!.until.toISOString() },
       });
       await wakeSweepers(database);
       return c.json(presentRecovery(row!, { delivered: 0, failed: 0 }), 202);

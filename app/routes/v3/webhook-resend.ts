@@ -80,7 +80,7 @@ export function addWebhookResend(router: OperationRouter): void {
         action: "resend.started",
         target: row!.id,
         account,
-        detail: { eventType: body.eventType, since: body.since, until: row!.until.toISOString() },
+        detail: { eventType: body.eventType, since: row!.since.toISOString(), until: row!.until.toISOString() },
       });
       await wakeSweepers(database);
       return c.json(presentResend(row!, { delivered: 0, failed: 0 }), 202);

@@ -5,6 +5,7 @@ import { addListenSessionResults } from "./listen-session-results.ts";
 import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addLaneStatus } from "./lane-status.ts";
 import { addAuditLog } from "./audit-log.ts";
+import { addNotifications } from "./notifications.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -26,6 +27,7 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/webhook-resends",
   "/v3/listen-sessions",
   "/v3/audit-log",
+  "/v3/notifications",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types", "/v3/lane"] as const;
@@ -62,6 +64,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addWebhookHealth,
     addLaneStatus,
     addAuditLog,
+    addNotifications,
   ]) {
     add(router);
   }

@@ -47,7 +47,9 @@ export interface OpenedBreaker {
  * failures count, and at the threshold it opens for a backoff that doubles
  * with each consecutive opening. The next attempt's time is computed from the
  * database clock at recording time, so a retry can come later than planned
- * but never earlier. Text from outside is made safe for PostgreSQL first.
+ * but never earlier. A dispatch exhausted here gets its owner's
+ * `dispatch.exhausted` notification in the same statement. Text from outside
+ * is made safe for PostgreSQL first.
  */
 export async function recordAttempts(
   database: Database,
@@ -101,7 +103,18 @@ export async function recordAttempts(
           completed_at = case when r.status in ('success', 'exhausted') then now() end
       from r
       where d.id = r.id and d.locked_by = ${workerId}
-      returning d.id
+      returning d.id, d.webhook_id, d.status, d.event_id, d.event_type, d.resource_id, d.attempt_count, d.last_error
+    ),
+    -- The owner hears of a dispatch that failed for good: written with its last attempt, so it cannot be lost;
+    -- the sweeper folds these into one digest per webhook and window and mails it.
+    exhausted_notes as (
+      insert into webhook_notification (webhook_id, account, kind, detail, mail_status)
+      select c.webhook_id, w.account, 'dispatch.exhausted',
+        jsonb_build_object('dispatchId', c.id, 'eventId', c.event_id, 'eventType', c.event_type,
+          'resourceId', c.resource_id, 'attempts', c.attempt_count, 'lastError', c.last_error),
+        'digest'
+      from completed c join webhook w on w.id = c.webhook_id
+      where c.status = 'exhausted'
     ),
     -- The attempt belongs to the dispatch's current run; a dispatch deleted
     -- meanwhile (its webhook was) leaves nothing to record.

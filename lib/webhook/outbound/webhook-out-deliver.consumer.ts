@@ -86,9 +86,7 @@ export async function recordResults(
   const opened = await recordIsolated(deps, workerId, results);
   deps.metrics?.attemptsRecorded(results);
   deps.metrics?.breakersOpened(opened.length);
-  if (results.some((r) => r.gone || r.status === "exhausted")) {
-    await applyAttemptConsequences(deps.database, results, deps.mailer, deps.logger);
-  }
+  if (results.some((r) => r.gone)) await applyAttemptConsequences(deps.database, results, deps.logger);
   logOutcomes(deps.logger, results, opened);
 }
 

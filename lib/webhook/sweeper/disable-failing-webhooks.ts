@@ -15,14 +15,13 @@ export const disableFailingWebhooksTask: SweeperTask = {
     const windowMs = hooklane.config.disableAfterMs;
     const span = windowMs % DAY_MS === 0 ? `${windowMs / DAY_MS} days` : `${Math.round(windowMs / 60_000)} minutes`;
     const reason = `every delivery failed for ${span}`;
-    const disabled = await disableFailingWebhooks(hooklane.database, { now: now(), windowMs, reason });
-    for (const webhookId of disabled) {
-      await notifyOwner(hooklane.database, hooklane.mailer, hooklane.logger, {
-        webhookId,
-        kind: "webhook.disabled",
-        detail: { reason },
-      });
-    }
+    // The disable and its notification commit together: a crash between them cannot lose the owner's mail.
+    await hooklane.database.transaction(async (tx) => {
+      const disabled = await disableFailingWebhooks(tx, { now: now(), windowMs, reason });
+      for (const webhookId of disabled) {
+        await notifyOwner(tx, { webhookId, kind: "webhook.disabled", detail: { reason } });
+      }
+    });
     return false;
   },
 };

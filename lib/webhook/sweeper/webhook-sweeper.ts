@@ -1,15 +1,15 @@
-import { sql } from "drizzle-orm";
-import type { Database } from "../../db/client.ts";
 import type { Hooklane } from "../../hooklane.ts";
 import { LaneSignal } from "../transport/postgres/lane-signal.ts";
+import { SWEEP_WAKE_CHANNEL } from "./wake-sweepers.ts";
 import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
 import { pruneIdempotencyKeysTask } from "./prune-idempotency-keys.ts";
 import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
 import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
+import { notifyOwnersTask } from "./notify-owners.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
 
-export const SWEEP_WAKE_CHANNEL = "hooklane_sweep";
+export { SWEEP_WAKE_CHANNEL, wakeSweepers } from "./wake-sweepers.ts";
 
 /** How often a self-hosted worker's sweeper runs when nothing wakes it. */
 export const SWEEP_INTERVAL_MS = 30_000;
@@ -17,6 +17,7 @@ export const SWEEP_INTERVAL_MS = 30_000;
 /** The tasks every sweeper runs, whatever the transport. */
 export const SWEEPER_TASKS: readonly SweeperTask[] = [
   disableFailingWebhooksTask,
+  notifyOwnersTask,
   runRecoveryJobsTask,
   pruneIdempotencyKeysTask,
   expireListenSessionsTask,
@@ -26,11 +27,6 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
 export interface Sweeper {
   /** Lets the running round finish and stops. */
   stop(): Promise<void>;
-}
-
-/** Asks every sweeper on this database (any process) to run now, e.g. for a new recovery job. */
-export async function wakeSweepers(database: Database): Promise<void> {
-  await database.rows(sql`select pg_notify(${SWEEP_WAKE_CHANNEL}, '')`);
 }
 
 /** One phase of a sweep with a time budget: a bounded step of work, saying whether more is waiting. */
