@@ -48,6 +48,7 @@ export function addWebhookCreate(router: OperationRouter): void {
           scheme: body.scheme,
           description: body.description,
           rateLimit: body.rateLimit,
+          heldEventMaxAge: body.heldEventMaxAge,
           secretSealed: await secrets.seal(secret),
           createdBy: principal.sub,
         })

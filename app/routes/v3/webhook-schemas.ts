@@ -19,6 +19,7 @@ const EXAMPLE = {
   account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
   disabledReason: null,
   rateLimit: null,
+  heldEventMaxAge: null,
   breaker: { state: "closed", failures: 0, retry: null },
   statusChanged: "2026-12-01T09:30:00.000Z",
   previousSecretExpires: null,
@@ -43,6 +44,13 @@ export const webhookSchema = z
       .int()
       .nullable()
       .describe("Deliveries per second at most; null: no limit of its own (the lane's caps still apply)."),
+    heldEventMaxAge: z
+      .number()
+      .int()
+      .nullable()
+      .describe(
+        "Seconds. When the webhook is made active again after a pause or a disable, events it held longer than this are skipped (status `skipped`), not delivered; null: every held event is delivered.",
+      ),
     breaker: z
       .strictObject({
         state: z
@@ -71,6 +79,13 @@ export const webhookWithSecretSchema = webhookSchema
 const url = z.string().min(1).max(2_048).describe("https: (plain http: only for allowlisted hosts).");
 const events = z.array(z.string().min(1).max(200)).min(1).max(200).describe('Event types, or `["*"]` for all.');
 const description = z.string().max(500);
+const heldEventMaxAge = z
+  .number()
+  .int()
+  .min(60)
+  .max(30 * 86_400)
+  .nullable()
+  .describe("Seconds (60 to 30 days): on re-enable, skip held events older than this; null: deliver them all.");
 const rateLimit = z
   .number()
   .int()
@@ -86,6 +101,7 @@ export const createWebhookBody = z
     description: description.default(""),
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
     rateLimit: rateLimit.default(null),
+    heldEventMaxAge: heldEventMaxAge.default(null),
     scope: z
       .enum(["account", "global"])
       .default("account")
@@ -100,6 +116,7 @@ export const updateWebhookBody = z
     description,
     scheme: z.enum(SIGNATURE_SCHEMES),
     rateLimit,
+    heldEventMaxAge,
     status: z
       .enum(["active", "paused"])
       .describe("Pause to hold deliveries (events are kept); `active` resumes or re-enables a disabled webhook."),
@@ -122,6 +139,7 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     account: row.account,
     disabledReason: row.disabledReason,
     rateLimit: row.rateLimit,
+    heldEventMaxAge: row.heldEventMaxAge,
     breaker: presentBreaker(row),
     statusChanged: iso(row.statusChangedAt),
     previousSecretExpires:

@@ -5,6 +5,7 @@ import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import { skipHeldDispatches } from "../../../lib/db/sql/skip-dispatches.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
 import {
   assertCallbackUrl,
@@ -16,8 +17,10 @@ import {
 
 /**
  * `PATCH /v3/webhooks/:id`: url, events, description, scheme, rate limit,
- * and status `active`/`paused`. Events that arrive while paused or disabled are kept;
- * making the webhook active again wakes the lane so the backlog goes out now.
+ * held-event age limit, and status `active`/`paused`. Events that arrive
+ * while paused or disabled are kept; making the webhook active again skips
+ * those held longer than its `heldEventMaxAge` (when set) and wakes the lane
+ * so the rest goes out now.
  * A listen session's webhook keeps its status: the lane must never send it.
  */
 export function addWebhookUpdate(router: OperationRouter): void {
@@ -49,32 +52,47 @@ export function addWebhookUpdate(router: OperationRouter): void {
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
       const events = body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events);
       const statusChanges = body.status !== undefined && body.status !== before.status;
-      const [row] = await database.db
-        .update(webhook)
-        .set({
-          // A new endpoint starts with a closed breaker: the old one's failures say nothing about it.
-          ...(body.url === undefined || body.url === before.url
-            ? {}
-            : { url: body.url, breakerFailures: 0, breakerOpens: 0, breakerOpenUntil: null }),
-          ...(body.rateLimit === undefined
-            ? {}
-            : { rateLimit: body.rateLimit, rateTokens: null, rateRefilledAt: null }),
-          ...(events === undefined ? {} : { events }),
-          ...(body.description === undefined ? {} : { description: body.description }),
-          ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
-          ...(statusChanges ? { status: body.status, statusChangedAt: sql`now()`, disabledReason: null } : {}),
-          updatedAt: sql`now()`,
-        })
-        .where(webhookInScope(principal, params.id))
-        .returning();
-      if (!row) throw notFound("webhook");
-      // What changed, never a secret: the fields sent, with their new values.
-      await recordAudit(database, principal, {
-        action: "webhook.updated",
-        target: row.id,
-        account: row.account,
-        detail: body,
+      const { row, skipped } = await database.transaction(async (tx) => {
+        const [updated] = await tx.db
+          .update(webhook)
+          .set({
+            // A new endpoint starts with a closed breaker: the old one's failures say nothing about it.
+            ...(body.url === undefined || body.url === before.url
+              ? {}
+              : { url: body.url, breakerFailures: 0, breakerOpens: 0, breakerOpenUntil: null }),
+            ...(body.rateLimit === undefined
+              ? {}
+              : { rateLimit: body.rateLimit, rateTokens: null, rateRefilledAt: null }),
+            ...(events === undefined ? {} : { events }),
+            ...(body.description === undefined ? {} : { description: body.description }),
+            ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
+            ...(body.heldEventMaxAge === undefined ? {} : { heldEventMaxAge: body.heldEventMaxAge }),
+            ...(statusChanges ? { status: body.status, statusChangedAt: sql`now()`, disabledReason: null } : {}),
+            updatedAt: sql`now()`,
+          })
+          .where(webhookInScope(principal, params.id))
+          .returning();
+        if (!updated) throw notFound("webhook");
+        // Made active again: what it held longer than its age limit is skipped, the rest goes out.
+        const maxAge = updated.heldEventMaxAge;
+        const held =
+          statusChanges && updated.status === "active" && maxAge !== null
+            ? await skipHeldDispatches(tx, {
+                webhookId: updated.id,
+                reason: `held longer than ${maxAge} s while ${before.status}`,
+                olderThanSeconds: maxAge,
+              })
+            : 0;
+        // What changed, never a secret: the fields sent, with their new values.
+        await recordAudit(tx, principal, {
+          action: "webhook.updated",
+          target: updated.id,
+          account: updated.account,
+          detail: held > 0 ? { ...body, skipped: held } : body,
+        });
+        return { row: updated, skipped: held };
       });
+      if (skipped > 0) c.var.log.info({ webhookId: row.id, skipped }, "held events past the age limit skipped");
       if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
       // Its kept events are due: deliver them now rather than at the lane's next idle check.
       if (statusChanges && row.status === "active") afterCommit(c, () => transport.sendDeliver([]));
