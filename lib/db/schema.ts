@@ -277,6 +277,10 @@ export const webhookDispatch = pgTable(
     index("webhook_dispatch_webhook_success_idx")
       .on(t.webhookId, t.completedAt)
       .where(sql`${t.status} = 'success'`),
+    // Retention prunes finished dispatches, the longest finished first.
+    index("webhook_dispatch_finished_idx")
+      .on(t.completedAt)
+      .where(sql`${t.status} in ('success', 'exhausted', 'skipped')`),
     index("webhook_dispatch_recovery_idx")
       .on(t.recoveryId)
       .where(sql`${t.recoveryId} is not null`),
@@ -317,7 +321,11 @@ export const webhookAttempt = pgTable(
     worker: text("worker").notNull(),
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
   },
-  (t) => [uniqueIndex("webhook_attempt_dispatch_run_attempt_key").on(t.dispatchId, t.run, t.attempt)],
+  (t) => [
+    uniqueIndex("webhook_attempt_dispatch_run_attempt_key").on(t.dispatchId, t.run, t.attempt),
+    // Retention prunes the oldest attempts first.
+    index("webhook_attempt_started_idx").on(t.startedAt),
+  ],
 );
 export type WebhookAttempt = typeof webhookAttempt.$inferSelect;
 

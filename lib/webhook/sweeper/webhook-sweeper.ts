@@ -5,6 +5,7 @@ import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
 import { pruneIdempotencyKeysTask } from "./prune-idempotency-keys.ts";
 import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
 import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
+import { pruneLedgerTask } from "./prune-ledger.ts";
 import { notifyOwnersTask } from "./notify-owners.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
@@ -22,6 +23,7 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
   pruneIdempotencyKeysTask,
   expireListenSessionsTask,
   pruneHealthRollupsTask,
+  pruneLedgerTask,
 ];
 
 export interface Sweeper {
