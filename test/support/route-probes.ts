@@ -1,7 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { createApp } from "../../app/app.ts";
-import { eq, sql } from "drizzle-orm";
-import { webhook as webhookTable, webhookDispatch, webhookNotification } from "../../lib/db/schema.ts";
+import { desc, eq, sql } from "drizzle-orm";
+import {
+  webhook as webhookTable,
+  webhookDispatch,
+  webhookNotification,
+  webhookPoisonMessage,
+} from "../../lib/db/schema.ts";
+import { recordPoisonMessage } from "../../lib/db/sql/poison-messages.ts";
+import { ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { Harness } from "./harness.ts";
@@ -155,7 +162,30 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   "GET /v3/audit-log": () => ({ path: "/v3/audit-log" }),
   "GET /v3/notifications": () => ({ path: "/v3/notifications" }),
   "GET /v3/notifications/:id": (_, f) => ({ path: `/v3/notifications/${f.notification}` }),
+  "GET /v3/poison-messages": () => ({ path: "/v3/poison-messages", admin: true }),
+  "POST /v3/poison-messages/:id/replay": async (h) => ({
+    path: `/v3/poison-messages/${await poisonMessage(h)}/replay`,
+    admin: true,
+  }),
 };
+
+/** A route message the lane refused (as if the catalogue had not known its event then); returns its `pm_` id. */
+async function poisonMessage(harness: Harness): Promise<string> {
+  const message = {
+    eventId: `evt_probe_${unique()}`,
+    type: "account.created",
+    resourceId: PROBE_ACCOUNT,
+    occurredAt: new Date().toISOString(),
+    livemode: true,
+  };
+  await recordPoisonMessage(harness.hooklane.database, ROUTE_TOPIC, message, "unknown event type");
+  const [row] = await harness.hooklane.database.db
+    .select({ id: webhookPoisonMessage.id })
+    .from(webhookPoisonMessage)
+    .orderBy(desc(webhookPoisonMessage.id))
+    .limit(1);
+  return `pm_${row!.id}`;
+}
 
 /** `PROBE_ACCOUNT` and two of each object it lists, through the API. */
 export async function createRouteFixture(harness: Harness): Promise<RouteFixture> {
@@ -183,6 +213,8 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
     account: PROBE_ACCOUNT,
     body: { eventType: "webhook.test", since: "2020-01-01T00:00:00Z" },
   });
+  await poisonMessage(harness);
+  await poisonMessage(harness);
   // Two notifications of the webhook's owner, as the lane and the sweeper write them.
   for (const reason of ["probed", "probed again"]) {
     await notifyOwner(harness.hooklane.database, { webhookId: webhook, kind: "webhook.disabled", detail: { reason } });

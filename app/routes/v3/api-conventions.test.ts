@@ -67,7 +67,8 @@ describe("one convention for every resource and list", () => {
   describe("on the app's route table", () => {
     let harness: Harness;
     let fixture: RouteFixture;
-    const lists: string[] = [];
+    /** Each list probed, and whether its probe calls as an admin (an admin-only list). */
+    const lists: Array<{ path: string; admin: boolean }> = [];
 
     beforeAll(async () => {
       harness = await startHarness(pgliteFactory, { lane: false });
@@ -98,20 +99,23 @@ describe("one convention for every resource and list", () => {
         const schema = documented!.schema;
         expect(schema!.safeParse(answer.body).error, route).toBeUndefined();
         checkAnswer(answer.body, route);
-        if (answer.body.object === "list") lists.push(request.path);
+        if (answer.body.object === "list") lists.push({ path: request.path, admin: request.admin ?? false });
       }
-      expect(lists.length).toBe(8);
+      expect(lists.length).toBe(9);
     });
 
     it("pages every list the same way: limit, then cursor, until nextCursor is null", async () => {
+      let admin = false;
       const get = async (path: string) => {
-        const answer = await harness.call("GET", path, { account: PROBE_ACCOUNT });
+        const answer = await harness.call("GET", path, { account: PROBE_ACCOUNT, admin });
         expect(answer.status, `${path}: ${answer.text}`).toBe(200);
         return answer.body as { data: Array<{ id: string }>; nextCursor: string | null };
       };
       // A list probed with a query of its own (a search) takes the paging parameters after it.
       const at = (path: string, query: string) => `${path}${path.includes("?") ? "&" : "?"}${query}`;
-      for (const path of lists) {
+      for (const list of lists) {
+        const { path } = list;
+        admin = list.admin;
         const all = (await get(at(path, "limit=100"))).data.map((item) => item.id);
         expect(all.length, path).toBeGreaterThanOrEqual(2);
         const paged: string[] = [];
@@ -125,10 +129,10 @@ describe("one convention for every resource and list", () => {
         }
         expect(cursor, `${path}: still more pages`).toBeNull();
         expect(paged, path).toEqual(all);
-        const unknown = await harness.call("GET", at(path, "cursor=nope_0"), { account: PROBE_ACCOUNT });
+        const unknown = await harness.call("GET", at(path, "cursor=nope_0"), { account: PROBE_ACCOUNT, admin });
         expect(unknown.status, path).toBe(422);
         expect(unknown.body.errors, path).toEqual([{ field: "cursor", message: "unknown cursor" }]);
-        const tooMany = await harness.call("GET", at(path, "limit=101"), { account: PROBE_ACCOUNT });
+        const tooMany = await harness.call("GET", at(path, "limit=101"), { account: PROBE_ACCOUNT, admin });
         expect(tooMany.body.errors, path).toEqual([{ field: "limit", message: "must be at most 100" }]);
       }
     });

@@ -6,6 +6,7 @@ import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addLaneStatus } from "./lane-status.ts";
 import { addAuditLog } from "./audit-log.ts";
 import { addNotifications } from "./notifications.ts";
+import { addPoisonMessages } from "./poison-messages.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -30,7 +31,12 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/notifications",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
-export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types", "/v3/lane"] as const;
+export const CONTROL_PLANE_PREFIXES = [
+  ...TENANT_SCOPED_PREFIXES,
+  "/v3/webhook-event-types",
+  "/v3/lane",
+  "/v3/poison-messages",
+] as const;
 
 const under = (prefixes: readonly string[]) => (path: string) =>
   prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
@@ -65,6 +71,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addLaneStatus,
     addAuditLog,
     addNotifications,
+    addPoisonMessages,
   ]) {
     add(router);
   }

@@ -23,4 +23,5 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
     reason: "control plane: recording a listen session's attempts",
   },
   { method: "POST", route: "/v3/webhook-resends", reason: "control plane: redelivering past events of one type" },
+  { method: "POST", route: "/v3/poison-messages/:id/replay", reason: "control plane: the lane's own message, again" },
 ];
