@@ -7,8 +7,8 @@ import type { SweeperTask } from "./sweeper-task.ts";
 export const NOTIFY_BATCH = 20;
 /** How long a claimed e-mail is left to its sender before another sweeper may try it. */
 export const MAIL_LEASE_MS = 60_000;
-/** E-mails are tried this many times, backing off from 30 s doubling to 1 h, then given up (`failed`). */
-export const MAIL_ATTEMPTS = 12;
+/** E-mails are tried this many times (about a day: 30 s doubling to 1 h, then hourly), then given up (`failed`). */
+export const MAIL_ATTEMPTS = 30;
 const MAIL_BACKOFF_MS = { base: 30_000, max: 3_600_000 };
 
 /**
