@@ -2,6 +2,7 @@ import { html } from "hono/html";
 import { inlineStyle } from "../inline-style.ts";
 import type { z } from "zod";
 import type { dispatchSchema, recoverySchema } from "../routes/v3/dispatch-schemas.ts";
+import type { notificationSchema } from "../routes/v3/notifications.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
 
 /** The console's one stylesheet, inline; the CSP allows exactly this text by its hash. */
@@ -62,6 +63,7 @@ header {
 type Webhook = z.output<typeof webhookSchema>;
 type Dispatch = z.output<typeof dispatchSchema>;
 type Recovery = z.output<typeof recoverySchema>;
+type Notification = z.output<typeof notificationSchema>;
 
 /** The recovery windows the console offers, in hours back from now. */
 export const RECOVERY_WINDOWS_HOURS = [1, 24, 24 * 7] as const;
@@ -137,7 +139,58 @@ export function webhooksPage(webhooks: Webhook[], csrf: string) {
             </tr>`,
         )}
       </table>
-      ${webhooks.length === 0 ? html`<p>No webhooks yet: create one with <code>POST /v3/webhooks</code>.</p>` : ""}`,
+      ${webhooks.length === 0 ? html`<p>No webhooks yet: create one with <code>POST /v3/webhooks</code>.</p>` : ""}
+      <p><a href="/console/notifications">Notifications</a>: what owners were told, and whether the e-mail went.</p>`,
+    { signedIn: true, csrf },
+  );
+}
+
+/** One line saying what a notification told: a digest's types and counts, or a disable's reason. */
+function notificationSummary(n: Notification) {
+  const detail = n.detail as {
+    total?: number;
+    types?: Array<{ type: string; count: number; examples: string[] }>;
+    reason?: string;
+    eventId?: string;
+  };
+  if (n.kind === "dispatch.exhausted.digest") {
+    return html`${detail.total} failed for good:
+    ${(detail.types ?? []).map(
+      (t) =>
+        html`<br /><code>${t.type}</code> × ${t.count}
+          ${t.examples.length > 0 ? html`<small>(e.g. ${t.examples.join(", ")})</small>` : ""}`,
+    )}`;
+  }
+  if (n.kind === "webhook.disabled") return html`disabled: ${detail.reason ?? ""}`;
+  return html`<code>${detail.eventId ?? ""}</code> failed for good${n.digest ? html` (in ${n.digest})` : ""}`;
+}
+
+export function notificationsPage(notifications: Notification[], csrf: string) {
+  return layout(
+    "notifications",
+    html`<table>
+        <tr>
+          <th>when</th>
+          <th>webhook</th>
+          <th>what</th>
+          <th>e-mail</th>
+        </tr>
+        ${notifications.map(
+          (n) =>
+            html`<tr>
+              <td>${n.created}</td>
+              <td>
+                <a href="/console/webhooks/${n.webhook}"><code>${n.webhook}</code></a>
+              </td>
+              <td>${notificationSummary(n)}</td>
+              <td>
+                ${n.mail.status}${n.mail.sent ? html`<br /><small>${n.mail.sent}</small>` : ""}
+                ${n.mail.error ? html`<br /><small>${n.mail.error} (attempt ${n.mail.attempts})</small>` : ""}
+              </td>
+            </tr>`,
+        )}
+      </table>
+      ${notifications.length === 0 ? html`<p>Nothing to tell yet.</p>` : ""}`,
     { signedIn: true, csrf },
   );
 }

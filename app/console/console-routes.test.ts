@@ -5,6 +5,8 @@ import { eventually } from "../../test/support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../test/support/harness.ts";
 import { startReceiver, type TestReceiver } from "../../test/support/receiver.ts";
 import { expectSecurityHeaders } from "../../test/support/security-headers.ts";
+import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
+import { notifyOwnersTask } from "../../lib/webhook/sweeper/notify-owners.ts";
 import { createApp } from "../app.ts";
 
 const OWNER = { account: "acc_console" };
@@ -118,6 +120,29 @@ describe("the console", () => {
     const location = recover.headers.get("location")!;
     expect(location).toMatch(/\?recovery=whr_/);
     expect((await page(location)).html).toMatch(/Recovery <code>whr_[a-f0-9]+<\/code>/);
+  });
+
+  it("shows what owners were told: digests with types and counts, disables, and each e-mail's state", async () => {
+    const hook = (await harness.call("GET", "/v3/webhooks?limit=1", OWNER)).body.data[0];
+    await notifyOwner(harness.hooklane.database, {
+      webhookId: hook.id,
+      kind: "webhook.disabled",
+      detail: { reason: "endpoint answered 410 Gone" },
+    });
+    // The exhausted test event of the last test, folded into its digest an hour on.
+    await notifyOwnersTask.run({
+      hooklane: harness.hooklane,
+      workerId: "console-test",
+      now: () => new Date(Date.now() + 2 * 3_600_000),
+    });
+    const shown = await page("/console/notifications");
+    expect(shown.status).toBe(200);
+    expect(shown.html).toContain("disabled: endpoint answered 410 Gone");
+    expect(shown.html).toMatch(/1 failed for good:\s*<br \/><code>webhook.test<\/code> × 1/);
+    expect(shown.html).toContain(`href="/console/webhooks/${hook.id}"`);
+    // No SMTP here: nobody to mail, and the page says so.
+    expect(shown.html).toMatch(/<td>\s*none/);
+    expect((await page("/console")).html).toContain('href="/console/notifications"');
   });
 
   it("reaches only what the token may: another account's webhook is not found", async () => {

@@ -4,7 +4,14 @@ import { decodeJwt } from "jose";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { consoleCsrf, formToken } from "./console-csrf.ts";
-import { loginPage, problemPage, RECOVERY_WINDOWS_HOURS, webhookPage, webhooksPage } from "./console-pages.ts";
+import {
+  loginPage,
+  notificationsPage,
+  problemPage,
+  RECOVERY_WINDOWS_HOURS,
+  webhookPage,
+  webhooksPage,
+} from "./console-pages.ts";
 
 /** Calls the app's own API in-process. */
 export type ApiCaller = (path: string, init: RequestInit) => Promise<Response>;
@@ -79,6 +86,19 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
     const list = await call(c, "GET", "/v3/webhooks?limit=100");
     if (!list) return signIn(c);
     return c.html(webhooksPage(list.body.data, formToken(c)));
+  });
+
+  app.get("/console/notifications", async (c) => {
+    // Digests and disables: the single exhausted dispatches are told in their digests.
+    const [digests, disables] = await Promise.all([
+      call(c, "GET", "/v3/notifications?limit=50&kind=dispatch.exhausted.digest"),
+      call(c, "GET", "/v3/notifications?limit=50&kind=webhook.disabled"),
+    ]);
+    if (!digests || !disables) return signIn(c);
+    if (!digests.ok) return refused(c, digests);
+    if (!disables.ok) return refused(c, disables);
+    const all = [...digests.body.data, ...disables.body.data].sort((a, b) => b.created.localeCompare(a.created));
+    return c.html(notificationsPage(all, formToken(c)));
   });
 
   app.get("/console/webhooks/:id", async (c) => {
