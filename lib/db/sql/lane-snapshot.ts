@@ -81,7 +81,7 @@ export async function readLaneSnapshot(database: Database, options: { liveWithin
         count(*) filter (where status = 'disabled') as disabled,
         count(*) filter (where breaker_open_until > now()) as breakers_open,
         count(*) filter (where breaker_open_until <= now()) as breakers_half_open
-      from webhook
+      from webhook where deleted_at is null
     ) wh,
     (
       select count(*) filter (where status = 'pending') as recoveries_pending,
