@@ -25,7 +25,11 @@ export function addWebhookRead(router: OperationRouter): void {
         scope: webhookScope(c.var.principal, { support: true }),
         ...query,
       });
-      await recordAudit(c.var.database, c.var.principal, { action: "webhook.read", target: "webhooks", account: null });
+      await recordAudit(c.var.database, c.var.principal, {
+        action: "webhook.read",
+        target: "webhooks",
+        account: c.var.principal.account,
+      });
       return c.json(listPage(rows, query.limit, presentWebhook));
     },
   );
