@@ -136,7 +136,9 @@ export function resultRows(results: BenchResults): Row[] {
     ]);
   }
   if (fairness) {
-    const beside = `beside ${count(fairness.slowWebhooks)} webhooks answering in ${ms(fairness.slowMs)}`;
+    const beside =
+      `beside ${count(fairness.slowWebhooks)} webhook${fairness.slowWebhooks === 1 ? "" : "s"} answering in ${ms(fairness.slowMs)}` +
+      ` (${count(fairness.slowBacklog)} queued)`;
     const healthy = (where: string, webhook: HealthyWebhook): Row => [
       `7 fairness: healthy webhook, ${where} (${count(fairness.events)} events)`,
       `p95 ${ms(webhook.besideSlow.p95)} ${beside}, ${ms(webhook.alone.p95)} alone`,

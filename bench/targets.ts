@@ -71,7 +71,7 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       met: fan && fan.webhooks >= FAN_OUT_TARGET_WEBHOOKS ? judge(fan.routeMs, (t) => t <= 1_000) : undefined,
     },
     {
-      target: "isolation: a healthy webhook's p95 within 2× while slow webhooks share its origin",
+      target: "isolation: a healthy webhook's p95 within 2× while a slow one shares its origin",
       figure: fairness
         ? `same origin ${ratio(fairness.sameOrigin.p95Ratio)}, another origin ${ratio(fairness.otherOrigin.p95Ratio)} ` +
           `(beside ${count(fairness.slowWebhooks)} webhooks answering in ${ms(fairness.slowMs)})`

@@ -10,6 +10,13 @@ const SAME_ORIGIN = "/fair/same";
 const OTHER_ORIGIN = "/fair/other";
 const SLOW_PREFIX = "/fair/slow/";
 
+/**
+ * The product's own default for sockets per origin (the per-origin cap, 32), not the 16 the other
+ * scenarios share with the peers: with no more sockets than one webhook's cap (16), a slow
+ * webhook holds every socket of its origin and its neighbours queue behind it.
+ */
+const PRODUCT_SOCKETS = { WEBHOOK_CONNECTIONS_PER_ORIGIN: "32" };
+
 export interface HealthyWebhook {
   /** Milliseconds from the API's 2xx to the subscriber's arrival, without the slow origin. */
   alone: Distribution;
@@ -43,7 +50,7 @@ export interface FairnessResult {
  * `slowWebhooks` webhooks on the first origin whose endpoint answers after
  * `slowMs`, each with a backlog of dispatches and each hearing every event too.
  * Reports each healthy webhook's p95 (2xx → receipt) beside the slow ones over
- * its p95 alone. A fresh API and lane worker per run.
+ * its p95 alone. A fresh API and lane worker per run, with the product's default sockets per origin.
  */
 export async function fairness(context: BenchContext): Promise<FairnessResult> {
   const size = context.options.sizes.fairness;
@@ -107,7 +114,10 @@ async function measure(
 ): Promise<Run> {
   const size = context.options.sizes.fairness;
   await setUp();
-  const { api, worker } = await startPipeline(context.product, label.replaceAll(" ", "-"));
+  const { api, worker } = await startPipeline(
+    { ...context.product, env: { ...context.product.env, ...PRODUCT_SOCKETS } },
+    label.replaceAll(" ", "-"),
+  );
   try {
     const load = async (amount: number, recordIds: boolean) => {
       await Promise.all([context.subscriber.call("reset"), other.call("reset")]);
