@@ -74,7 +74,7 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       target: "isolation: a healthy webhook's p95 within 2× while a slow one shares its origin",
       figure: fairness
         ? `same origin ${ratio(fairness.sameOrigin.p95Ratio)}, another origin ${ratio(fairness.otherOrigin.p95Ratio)} ` +
-          `(beside ${count(fairness.slowWebhooks)} webhooks answering in ${ms(fairness.slowMs)})`
+          `(beside ${count(fairness.slowWebhooks)} webhook${fairness.slowWebhooks === 1 ? "" : "s"} answering in ${ms(fairness.slowMs)})`
         : "—",
       met: judge(Math.max(fairness?.sameOrigin.p95Ratio ?? NaN, fairness?.otherOrigin.p95Ratio ?? NaN), (r) => r <= 2),
     },
