@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 
-export const SCENARIOS = ["publisher", "end-to-end", "fan-out", "throughput", "backlog"] as const;
+export const SCENARIOS = ["publisher", "end-to-end", "fan-out", "throughput", "backlog", "fairness"] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** How big each scenario is; `--quick` shrinks everything to fit a CI smoke run. */
@@ -10,6 +10,20 @@ export interface BenchSizes {
   fanOut: { webhooks: number };
   throughput: { deliveries: number; rounds: number };
   backlog: { dispatches: number };
+  /**
+   * Healthy webhooks' light load (`events` at `rate` per second after `warmup`), alone and beside
+   * `slowWebhooks` answering after `slowMs`, each with `backlogPerSlowWebhook` dispatches queued.
+   * One slow webhook is SPEC's case; more than the origin cap over the per-webhook cap (32 / 16)
+   * fill the shared origin's slots and starve its healthy neighbour (see docs/benchmarks.md).
+   */
+  fairness: {
+    warmup: number;
+    events: number;
+    rate: number;
+    slowWebhooks: number;
+    slowMs: number;
+    backlogPerSlowWebhook: number;
+  };
   /** POSTs in flight per worker (the lane's WEBHOOK_CONCURRENCY, the peers', the ceiling's). */
   concurrency: number;
   /** Keep-alive sockets to the subscriber (WEBHOOK_CONNECTIONS_PER_ORIGIN, and the same for the others). */
@@ -22,6 +36,7 @@ const FULL: BenchSizes = {
   fanOut: { webhooks: 10_000 },
   throughput: { deliveries: 10_000, rounds: 4 },
   backlog: { dispatches: 100_000 },
+  fairness: { warmup: 50, events: 1_000, rate: 100, slowWebhooks: 1, slowMs: 3_000, backlogPerSlowWebhook: 2_000 },
   concurrency: 200,
   connections: 16,
 };
@@ -32,6 +47,7 @@ const QUICK: BenchSizes = {
   fanOut: { webhooks: 1_000 },
   throughput: { deliveries: 1_000, rounds: 1 },
   backlog: { dispatches: 5_000 },
+  fairness: { warmup: 20, events: 100, rate: 50, slowWebhooks: 1, slowMs: 2_000, backlogPerSlowWebhook: 200 },
   concurrency: 200,
   connections: 16,
 };

@@ -7,6 +7,7 @@ import type { Machine } from "./machine.ts";
 import type { BacklogResult } from "./scenarios/backlog-memory.ts";
 import type { ContestantResult, ThroughputResult } from "./scenarios/dispatch-throughput.ts";
 import type { EndToEndResult } from "./scenarios/end-to-end.ts";
+import type { FairnessResult, HealthyWebhook } from "./scenarios/fairness.ts";
 import type { FanOutResult } from "./scenarios/fan-out.ts";
 import type { PublisherResult } from "./scenarios/publisher-overhead.ts";
 import { median } from "./stats.ts";
@@ -30,6 +31,7 @@ export interface BenchResults {
     "fan-out"?: FanOutResult;
     throughput?: ThroughputResult;
     backlog?: BacklogResult;
+    fairness?: FairnessResult;
   };
   /** Scenario name (or `setup`) → what went wrong. */
   errors: Record<string, string>;
@@ -38,7 +40,7 @@ export interface BenchResults {
 
 /** Scenarios whose deliveries did not all arrive and get recorded before their deadline. */
 export function incompleteScenarios(results: BenchResults): string[] {
-  const { throughput, backlog } = results.scenarios;
+  const { throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
   return [
@@ -46,6 +48,7 @@ export function incompleteScenarios(results: BenchResults): string[] {
     ...(fan && !fan.complete ? ["fan-out"] : []),
     ...(throughput && Object.values(throughput.contestants).some((c) => c.incomplete) ? ["throughput"] : []),
     ...(backlog && !backlog.complete ? ["backlog"] : []),
+    ...(fairness && !fairness.complete ? ["fairness"] : []),
   ];
 }
 
@@ -53,7 +56,7 @@ type Row = [string, string, string];
 
 /** The run's figures, one row each: what, how much, compared with what. */
 export function resultRows(results: BenchResults): Row[] {
-  const { publisher, throughput, backlog } = results.scenarios;
+  const { publisher, throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
   const { sizes } = results;
@@ -131,6 +134,20 @@ export function resultRows(results: BenchResults): Row[] {
       `RSS idle ${mb(backlog.idleRssBytes)}, peak ${mb(backlog.peakRssBytes)} (VmHWM ${mb(backlog.highWaterBytes)})`,
       `drained at ${count(backlog.deliveriesPerSecond)} /s`,
     ]);
+  }
+  if (fairness) {
+    const beside =
+      `beside ${count(fairness.slowWebhooks)} webhook${fairness.slowWebhooks === 1 ? "" : "s"} answering in ${ms(fairness.slowMs)}` +
+      ` (${count(fairness.slowBacklog)} queued)`;
+    const healthy = (where: string, webhook: HealthyWebhook): Row => [
+      `7 fairness: healthy webhook, ${where} (${count(fairness.events)} events)`,
+      `p95 ${ms(webhook.besideSlow.p95)} ${beside}, ${ms(webhook.alone.p95)} alone`,
+      `${ratio(webhook.p95Ratio)} of its p95 alone`,
+    ];
+    rows.push(
+      healthy("same origin as the slow ones", fairness.sameOrigin),
+      healthy("another origin", fairness.otherOrigin),
+    );
   }
   return rows;
 }

@@ -18,6 +18,7 @@ import { startRunFolder } from "./run-folder.ts";
 import { backlogMemory } from "./scenarios/backlog-memory.ts";
 import { dispatchThroughput } from "./scenarios/dispatch-throughput.ts";
 import { endToEnd } from "./scenarios/end-to-end.ts";
+import { fairness } from "./scenarios/fairness.ts";
 import { fanOut } from "./scenarios/fan-out.ts";
 import { publisherOverhead } from "./scenarios/publisher-overhead.ts";
 import type { SubscriberReady } from "./subscriber.ts";
@@ -28,6 +29,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, (context: BenchContext) => Promise<
   "fan-out": fanOut,
   throughput: dispatchThroughput,
   backlog: backlogMemory,
+  fairness,
 };
 
 let options;

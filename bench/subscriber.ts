@@ -27,6 +27,8 @@ const empty = (): Arrivals => ({ ids: [], eventIds: [], paths: [], times: [] });
 let arrivals = empty();
 let waiting: { count: number; resolve(): void } | undefined;
 let answerAfterMs = 0;
+/** Paths starting with `prefix` are answered `ms` after they arrive (a slow webhook beside healthy ones). */
+let slowPaths: { prefix: string; ms: number } | undefined;
 
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
@@ -37,7 +39,8 @@ const server = createServer((req, res) => {
       res.writeHead(200, { "content-type": "text/plain", "content-length": "2" });
       res.end("ok");
     };
-    if (answerAfterMs > 0) setTimeout(answer, answerAfterMs);
+    const delayMs = slowPaths && req.url?.startsWith(slowPaths.prefix) ? slowPaths.ms : answerAfterMs;
+    if (delayMs > 0) setTimeout(answer, delayMs);
     else answer();
     const body = parse(Buffer.concat(chunks).toString("utf8"));
     arrivals.ids.push(String(body?.data?.id ?? ""));
@@ -97,6 +100,10 @@ serveRpc(
     /** Answers every POST `ms` after it arrived (0: at once), so senders have deliveries in flight. */
     answerAfter(ms: number) {
       answerAfterMs = ms;
+    },
+    /** Answers POSTs whose path starts with `prefix` `ms` after they arrived; `ms` 0 ends it. */
+    answerPathAfter({ prefix, ms }: { prefix: string; ms: number }) {
+      slowPaths = ms > 0 ? { prefix, ms } : undefined;
     },
     /** Stops listening and drops every open connection: senders get refused connections. */
     down() {

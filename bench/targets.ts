@@ -13,7 +13,7 @@ const FAN_OUT_TARGET_WEBHOOKS = 10_000;
 
 /** SPEC's "Targets", each judged from this run's figures. */
 export function evaluateTargets(results: BenchResults): TargetVerdict[] {
-  const { publisher, throughput, backlog } = results.scenarios;
+  const { publisher, throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
   const lane = throughput?.contestants.hooklane.median ?? NaN;
@@ -69,6 +69,14 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       target: "fan-out: one event to 10,000 webhooks routed in ≤ 1 s",
       figure: fan ? `${ms(fan.routeMs)} for ${count(fan.webhooks)} webhooks` : "—",
       met: fan && fan.webhooks >= FAN_OUT_TARGET_WEBHOOKS ? judge(fan.routeMs, (t) => t <= 1_000) : undefined,
+    },
+    {
+      target: "isolation: a healthy webhook's p95 within 2× while a slow one shares its origin",
+      figure: fairness
+        ? `same origin ${ratio(fairness.sameOrigin.p95Ratio)}, another origin ${ratio(fairness.otherOrigin.p95Ratio)} ` +
+          `(beside ${count(fairness.slowWebhooks)} webhook${fairness.slowWebhooks === 1 ? "" : "s"} answering in ${ms(fairness.slowMs)})`
+        : "—",
+      met: judge(Math.max(fairness?.sameOrigin.p95Ratio ?? NaN, fairness?.otherOrigin.p95Ratio ?? NaN), (r) => r <= 2),
     },
   ];
 }

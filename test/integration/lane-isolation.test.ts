@@ -1,6 +1,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
+import { claimDispatches } from "../../lib/db/sql/claim-dispatches.ts";
 import { DELIVER_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { eventually } from "../support/eventually.ts";
 import { startHarness, type Driver, type Harness } from "../support/harness.ts";
@@ -21,7 +22,7 @@ describe("isolation on the lane", () => {
     await Promise.all(open.splice(0).map((thing) => thing.close()));
   });
 
-  async function setUp(options: { env?: Record<string, string>; driver?: Driver } = {}) {
+  async function setUp(options: { env?: Record<string, string>; driver?: Driver; lane?: boolean } = {}) {
     const harness = await startHarness(postgresFactory, options);
     open.push(harness);
     for (const id of ["acc_alice", "acc_bob"]) {
@@ -211,6 +212,34 @@ describe("isolation on the lane", () => {
     expect(slowPosts.filter((post) => post.answeredAt).length).toBe(0);
     expect(slowPosts.length).toBeLessThanOrEqual(16);
   }, 60_000);
+
+  it("frees a slot under the caps once the claiming worker's attempt is over, before it is recorded", async () => {
+    const harness = await setUp({ lane: false });
+    const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/capped");
+    await harness.hooklane.database.db.insert(webhookDispatch).values(
+      Array.from({ length: 5 }, (_, i) => ({
+        eventId: `evt_settled_${i}`,
+        eventType: "payment-debt.created",
+        webhookId,
+        account: "acc_alice",
+        payload: "{}",
+      })),
+    );
+    const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
+    const claim = (workerId: string, settled: string[] = []) =>
+      claimDispatches(harness.hooklane.database, { workerId, limit: 10, leaseMs: 60_000, caps, settled }).then(
+        (claimed) => claimed.dispatches.map((dispatch) => dispatch.id),
+      );
+    const first = await claim("w1");
+    expect(first).toHaveLength(2);
+    expect(await claim("w1")).toHaveLength(0);
+    // Another worker cannot free w1's slot by naming its row.
+    expect(await claim("w2", [first[0]!])).toHaveLength(0);
+    // w1's first attempt is over (not recorded yet): one slot is free again, the other still held.
+    const next = await claim("w1", [first[0]!]);
+    expect(next).toHaveLength(1);
+    expect(first).not.toContain(next[0]);
+  });
 
   it("probes a dead endpoint instead of hammering it, burns no attempts while open, and delivers all 1,000 once it is back", async () => {
     const harness = await setUp({

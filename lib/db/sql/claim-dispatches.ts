@@ -46,6 +46,11 @@ export interface ClaimOptions {
   maxSteps?: number;
   /** With rows held back by a cap, look again after this long at most (another worker may free a slot). */
   recheckMs?: number;
+  /**
+   * Dispatches this worker holds whose attempt is over but not recorded yet: they no longer count
+   * as in flight under the caps (migration 0009).
+   */
+  settled?: readonly string[];
 }
 
 export interface Claim {
@@ -57,8 +62,8 @@ export interface Claim {
 }
 
 /**
- * Leases due dispatches fairly (`hooklane_claim_dispatches`, migration
- * 0003): webhooks with open rows take turns, each up to what its caps, its
+ * Leases due dispatches fairly (`hooklane_claim_dispatches`, migrations
+ * 0003, 0004 and 0009): webhooks with open rows take turns, each up to what its caps, its
  * circuit breaker and its rate limit allow right now; rows held back stay
  * pending. Claims are serialised by the database, so the caps hold across
  * every worker. A lease that runs out (a dead worker) makes the row
@@ -70,7 +75,8 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
       ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
       ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
       ${options.caps.perAccount}::int, ${options.maxSteps ?? Math.max(64, options.limit * 4)}::int,
-      ${options.recheckMs ?? 250}::int
+      ${options.recheckMs ?? 250}::int,
+      array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb))
     )::text as claim
   `);
   const claim: RawClaim = typeof row!.claim === "string" ? JSON.parse(row!.claim) : row!.claim;

@@ -8,6 +8,9 @@ import {
 import { backOff, runLoop } from "./lane-loop.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
 
+/** How soon a claim that held rows back under a cap asks to look again (`claimDispatches`' default recheck). */
+const CAPPED_RECHECK_MS = 250;
+
 export interface DeliverLoopOptions extends DeliverConsumerDeps {
   transport: PostgresTransport;
   workerId: string;
@@ -47,6 +50,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const slotFreed = new Set<() => void>();
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
+  let heldBack = false;
 
   async function step(): Promise<void> {
     const capacity = options.concurrency - inFlight;
@@ -61,8 +65,12 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       leaseMs: options.leaseMs,
       caps: options.caps,
       after: cursor,
+      // Their POSTs are over: only the record statement still holds them, not a slot under the caps.
+      settled: completed.map((result) => result.dispatchId),
     });
     cursor = claim.cursor;
+    // Rows were held back by a cap (the claim asks to look again soon): a finished attempt frees a slot.
+    heldBack = claim.dispatches.length < limit && claim.waitMs !== null && claim.waitMs <= CAPPED_RECHECK_MS;
     if (claim.dispatches.length > 0) lastClaimAt = new Date();
     for (const dispatch of claim.dispatches) deliverOne(dispatch);
     if (claim.dispatches.length < limit) {
@@ -77,6 +85,8 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       .then((result) => {
         completed.push(result);
         flushing ??= flush();
+        // Its slot under the caps is free now (the claim counts it as settled), not once it is recorded.
+        if (heldBack) transport.deliverSignal.wake();
       })
       .finally(() => {
         inFlight--;
