@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import { secureHeaders } from "hono/secure-headers";
-import { CONSOLE_STYLE } from "./console/console-pages.ts";
+import { CONSOLE_STYLE } from "./console/console-layout.ts";
 import { REFERENCE_STYLE } from "./routes/api-reference-page.ts";
 
 const headers = secureHeaders({
