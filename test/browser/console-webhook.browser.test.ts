@@ -77,4 +77,46 @@ describe.skipIf(!hasChromium())("the console in a browser: a webhook's life", ()
     expect(body).toEqual(JSON.parse(post!.body));
     expect(body.type).toBe("webhook.test");
   });
+
+  it("pauses, resumes, rotates the secret and deletes from the console, each reflected by the API", async () => {
+    const hook = await fixture.harness.call("POST", "/v3/webhooks", {
+      account: ACCOUNT,
+      body: { url: `${receiver.url}/lifecycle`, events: ["*"] },
+    });
+    const id = hook.body.id as string;
+    const page = await fixture.page();
+    await fixture.signIn(page, ACCOUNT);
+    await page.goto(`${fixture.origin}/console/webhooks/${id}`);
+
+    await page.getByRole("button", { name: "Pause deliveries" }).click();
+    expect(await page.getByRole("status").first().innerText()).toContain("Deliveries paused");
+    expect((await api("GET", `/v3/webhooks/${id}`)).body.status).toBe("paused");
+    await screenshot(page, "3-paused");
+
+    await page.getByRole("button", { name: "Resume deliveries" }).click();
+    expect(await page.getByRole("status").first().innerText()).toContain("Deliveries resumed");
+    expect((await api("GET", `/v3/webhooks/${id}`)).body.status).toBe("active");
+
+    await page.getByRole("button", { name: "Rotate secret" }).click();
+    const rotated = (await page.locator("#secret").textContent())!.trim();
+    expect(rotated).toMatch(/^whsec_/);
+    expect(rotated).not.toBe(hook.body.secret);
+    await screenshot(page, "3-secret-rotated");
+    const after = (await api("GET", `/v3/webhooks/${id}`)).body;
+    expect(after.previousSecretExpires).not.toBeNull();
+    // The API signs with the secret the page showed (and the previous one during its grace period).
+    const test = await api("POST", `/v3/webhooks/${id}/test`);
+    expect(test.status).toBe(202);
+    const [post] = await receiver.waitFor(1, { filter: (p) => p.path === "/lifecycle" });
+    await verifyWebhook({ payload: post!.body, headers: post!.headers as never, secret: rotated });
+    expect(String(post!.headers["hooklane-signature"]).match(/v1=/g)).toHaveLength(2);
+
+    await page.getByRole("link", { name: "Continue to the webhook" }).click();
+    await page.getByRole("link", { name: "Delete…" }).click();
+    await page.getByRole("button", { name: "Delete this webhook" }).click();
+    await page.waitForURL(/\/console\?notice=/);
+    expect(await page.getByRole("status").first().innerText()).toContain(`Webhook ${id} deleted.`);
+    expect((await api("GET", `/v3/webhooks/${id}`)).status).toBe(404);
+    expect(await page.content()).not.toContain(`/console/webhooks/${id}"`);
+  });
 });
