@@ -40,7 +40,8 @@ export async function startBrowserFixture(env: Record<string, string> = {}): Pro
     origin,
     browser,
     async page({ width = 1280 } = {}) {
-      const context = await browser.newContext({ viewport: { width, height: 800 } });
+      const phone = width < 600;
+      const context = await browser.newContext({ viewport: { width, height: 800 }, isMobile: phone, hasTouch: phone });
       return context.newPage();
     },
     async signIn(page, account) {
