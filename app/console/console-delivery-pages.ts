@@ -16,10 +16,11 @@ export const RECOVERY_WINDOWS_HOURS = [1, 24, 24 * 7] as const;
  * sent again (Resend), a failed one starts its retries over now (Retry now);
  * a pending one is already on its way and offers nothing.
  */
-export function dispatchAction(d: Dispatch, csrf: string, back: string) {
+export function dispatchAction(d: Dispatch, context: PageContext, back: string) {
   if (d.status === "pending") return "";
+  const { base, csrf } = context;
   const label = d.status === "success" ? "Resend" : "Retry now";
-  return html`<form class="inline" method="post" action="/console/dispatches/${d.id}/retry">
+  return html`<form class="inline" method="post" action="${base}/dispatches/${d.id}/retry">
     ${tokenField(csrf)}<input type="hidden" name="back" value="${back}" /><button aria-label="${label} ${d.event.id}">
       ${label}
     </button>
@@ -35,6 +36,7 @@ ${Object.entries(headers)
 
 export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string | undefined; context: PageContext }) {
   const d = input.dispatch;
+  const base = input.context.base;
   const body = JSON.stringify(d.payload, null, 2);
   return layout(
     `Delivery of ${d.event.type}`,
@@ -43,7 +45,7 @@ export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string 
         <dd><code>${d.event.id}</code></dd>
         <dt>Webhook</dt>
         <dd>
-          <a href="/console/webhooks/${d.webhook}"><code>${d.webhook}</code></a>
+          <a href="${base}/webhooks/${d.webhook}"><code>${d.webhook}</code></a>
         </dd>
         <dt>Status</dt>
         <dd class="status-${d.status}">${d.status}${d.lastError ? html` (${d.lastError})` : ""}</dd>
@@ -57,7 +59,7 @@ export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string 
         <dd>${when(d.completed)}</dd>
       </dl>
       <div class="actions">
-        ${dispatchAction(d, input.context.csrf, `/console/dispatches/${d.id}`)}
+        ${dispatchAction(d, input.context, `dispatches/${d.id}`)}
         ${
           d.status === "success"
             ? html`<small>Resend delivers this event again, as a new run with a fresh signature.</small>`
@@ -112,6 +114,7 @@ export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string 
  */
 export function recoveryPage(input: { recovery: Recovery; context: PageContext }) {
   const r = input.recovery;
+  const base = input.context.base;
   const inFlight = r.requeued - r.delivered - r.failed;
   const finished = r.status === "completed" && inFlight === 0;
   const state =
@@ -141,8 +144,8 @@ export function recoveryPage(input: { recovery: Recovery; context: PageContext }
       </dl>
       <p>
         ${finished ? "" : html`This page refreshes every 2 seconds until every delivery has ended. `}
-        <a href="/console/webhooks/${r.webhook}?status=exhausted">Failed deliveries</a> ·
-        <a href="/console/webhooks/${r.webhook}">Back to the webhook</a>
+        <a href="${base}/webhooks/${r.webhook}?status=exhausted">Failed deliveries</a> ·
+        <a href="${base}/webhooks/${r.webhook}">Back to the webhook</a>
       </p>`,
     { signedIn: true, ...input.context, ...(finished ? {} : { refreshSeconds: 2 }) },
   );

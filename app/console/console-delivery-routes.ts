@@ -2,26 +2,26 @@ import type { Hono } from "hono";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { dispatchPage, eventTypesPage, RECOVERY_WINDOWS_HOURS, recoveryPage } from "./console-delivery-pages.ts";
-import type { ConsoleTools } from "./console-routes.ts";
+import type { ConsoleTools } from "./console-tools.ts";
 
-// Only back to a console page: never a redirect anywhere else.
-const retryForm = z.object({ back: z.string().regex(/^\/console\/(webhooks|dispatches)\/[A-Za-z0-9_]+$/) });
+// Only back to a console page, relative to the console's base: never a redirect anywhere else.
+const retryForm = z.object({ back: z.string().regex(/^(webhooks|dispatches)\/[A-Za-z0-9_]+$/) });
 const recoverForm = z.object({
   hours: z.coerce.number().refine((h) => (RECOVERY_WINDOWS_HOURS as readonly number[]).includes(h)),
 });
 
 /** Deliveries: one dispatch with its attempts, retry and resend, bulk recovery and its progress, the event types. */
-export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleTools): void {
+export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, tools: ConsoleTools): void {
   const { call, context, signIn, refused, badForm } = tools;
 
-  app.get("/console/dispatches/:id", async (c) => {
+  app.get(`${prefix}/dispatches/:id`, async (c) => {
     const dispatch = await call(c, "GET", `/v3/webhook-dispatches/${encodeURIComponent(c.req.param("id"))}`);
     if (!dispatch) return signIn(c);
     if (!dispatch.ok) return refused(c, dispatch);
     return c.html(dispatchPage({ dispatch: dispatch.body, notice: c.req.query("notice"), context: context(c) }));
   });
 
-  app.post("/console/dispatches/:id/retry", async (c) => {
+  app.post(`${prefix}/dispatches/:id/retry`, async (c) => {
     const form = retryForm.safeParse(await c.req.parseBody());
     if (!form.success) return badForm(c, "The form is incomplete.");
     const id = encodeURIComponent(c.req.param("id"));
@@ -33,10 +33,10 @@ export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleT
     if (!retried.ok) return refused(c, retried);
     const what = before.body.status === "success" ? "Resend" : "Retry";
     const notice = `${what} of ${retried.body.event.id} queued as run ${retried.body.run}.`;
-    return c.redirect(`${form.data.back}?notice=${encodeURIComponent(notice)}`, 303);
+    return c.redirect(`${context(c).base}/${form.data.back}?notice=${encodeURIComponent(notice)}`, 303);
   });
 
-  app.post("/console/webhooks/:id/recover", async (c) => {
+  app.post(`${prefix}/webhooks/:id/recover`, async (c) => {
     const form = recoverForm.safeParse(await c.req.parseBody());
     if (!form.success) return badForm(c, "Choose one of the offered windows.");
     const id = encodeURIComponent(c.req.param("id"));
@@ -44,10 +44,10 @@ export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleT
     const started = await call(c, "POST", `/v3/webhooks/${id}/recover`, { since });
     if (!started) return signIn(c);
     if (!started.ok) return refused(c, started);
-    return c.redirect(`/console/webhooks/${id}/recoveries/${started.body.id}`, 303);
+    return c.redirect(`${context(c).base}/webhooks/${id}/recoveries/${started.body.id}`, 303);
   });
 
-  app.get("/console/webhooks/:id/recoveries/:recoveryId", async (c) => {
+  app.get(`${prefix}/webhooks/:id/recoveries/:recoveryId`, async (c) => {
     const { id, recoveryId } = c.req.param();
     const path = `/v3/webhooks/${encodeURIComponent(id)}/recoveries/${encodeURIComponent(recoveryId)}`;
     const recovery = await call(c, "GET", path);
@@ -56,7 +56,7 @@ export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleT
     return c.html(recoveryPage({ recovery: recovery.body, context: context(c) }));
   });
 
-  app.get("/console/event-types", async (c) => {
+  app.get(`${prefix}/event-types`, async (c) => {
     const types = await call(c, "GET", "/v3/webhook-event-types?limit=100");
     if (!types) return signIn(c);
     if (!types.ok) return refused(c, types);

@@ -232,6 +232,8 @@ export const tokenField = (csrf: string) => html`<input type="hidden" name="csrf
 /** What the page needs to know about who is looking at it. */
 export interface PageContext {
   csrf: string;
+  /** Where the console's pages are: `/console`, or a portal session's own `/console/portal/<token>`. */
+  base: string;
   /** Opened through a portal session: one account, no sign-out, no other account's pages. */
   portal?: boolean;
 }
@@ -254,12 +256,12 @@ export function layout(
       <body>
         <a class="skip" href="#main">Skip to content</a>
         <header class="top">
-          <a class="brand" href="/console">hooklane</a>
+          <a class="brand" href="${options.base}">hooklane</a>
           ${
             options.signedIn
               ? html`<nav aria-label="Console">
-                  <a href="/console">Webhooks</a>
-                  <a href="/console/event-types">Event types</a>
+                  <a href="${options.base}">Webhooks</a>
+                  <a href="${options.base}/event-types">Event types</a>
                   ${
                     options.portal
                       ? ""

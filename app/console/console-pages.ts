@@ -1,5 +1,5 @@
 import { html } from "hono/html";
-import { layout, tokenField } from "./console-layout.ts";
+import { layout, tokenField, type PageContext } from "./console-layout.ts";
 
 export function loginPage(csrf: string, error?: string) {
   return layout(
@@ -15,16 +15,17 @@ export function loginPage(csrf: string, error?: string) {
       </div>
       <p><button>Sign in</button></p>
     </form>`,
-    { signedIn: false, csrf },
+    { signedIn: false, csrf, base: "/console" },
   );
 }
 
 /** An API refusal (404, 409, 422…), shown with the API's own words. */
-export function problemPage(title: string, detail: string, csrf: string, portal = false) {
+export function problemPage(title: string, detail: string, context: PageContext) {
+  const base = context.base;
   return layout(
     title,
     html`<p>${detail}</p>
-      <p><a href="/console">Back to the webhooks</a></p>`,
-    { signedIn: true, csrf, portal },
+      <p><a href="${base}">Back to the webhooks</a></p>`,
+    { signedIn: true, ...context },
   );
 }

@@ -101,12 +101,14 @@ describe("the console", () => {
     const log = await page(`/console/webhooks/${hook.body.id}`);
     const row = log.html.slice(log.html.indexOf(test.body.event.id));
     expect(row).toMatch(/class="status-exhausted">\s*exhausted/);
-    expect(row).toMatch(/>\s*6\s*<\/td>\s*<td data-label="Last answer">500<\/td>\s*<td data-label="Next attempt">—<\/td>/);
+    expect(row).toMatch(
+      />\s*6\s*<\/td>\s*<td data-label="Last answer">500<\/td>\s*<td data-label="Next attempt">—<\/td>/,
+    );
     expect(row).toContain(`action="/console/dispatches/${test.body.id}/retry"`);
 
     answers.set("/failing", 200);
     const retried = await post(`/console/dispatches/${test.body.id}/retry`, {
-      back: `/console/webhooks/${hook.body.id}`,
+      back: `webhooks/${hook.body.id}`,
     });
     expect(retried.status).toBe(303);
     expect(retried.headers.get("location")).toMatch(new RegExp(`^/console/webhooks/${hook.body.id}\\?notice=`));
@@ -147,7 +149,7 @@ describe("the console", () => {
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "attacker", account: "acc_someone_else" });
 
     const forms: Array<[string, Record<string, string>]> = [
-      [`/console/dispatches/${test.body.id}/retry`, { back: `/console/webhooks/${hook.body.id}` }],
+      [`/console/dispatches/${test.body.id}/retry`, { back: `webhooks/${hook.body.id}` }],
       [`/console/webhooks/${hook.body.id}/recover`, { hours: "24" }],
       ["/console/login", { token }],
       ["/console/logout", {}],

@@ -1,36 +1,13 @@
-import { Hono, type Context } from "hono";
+import { Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { decodeJwt } from "jose";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { addDeliveryConsoleRoutes } from "./console-delivery-routes.ts";
-import type { PageContext } from "./console-layout.ts";
-import { loginPage, problemPage } from "./console-pages.ts";
+import { loginPage } from "./console-pages.ts";
+import { addPortalGate, portalTools, PORTAL_PREFIX } from "./console-portal.ts";
+import { apiAnswer, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
 import { addWebhookConsoleRoutes } from "./console-webhook-routes.ts";
-
-/** Calls the app's own API in-process. */
-export type ApiCaller = (path: string, init: RequestInit) => Promise<Response>;
-
-/** An API answer as the console reads it. */
-export interface ApiAnswer {
-  ok: boolean;
-  status: number;
-  // The API's answers are validated by its own tests; here they are only displayed.
-  body: any;
-}
-
-/** A rendered page (hono renders some asynchronously). */
-export type Page = Response | Promise<Response>;
-
-/** What every console route works with: the API as the signed-in caller, and the usual answers. */
-export interface ConsoleTools {
-  /** One API call with the signed-in token; `undefined` when there is none or it no longer works (signed out). */
-  call(c: Context<HooklaneEnv>, method: string, path: string, body?: unknown): Promise<ApiAnswer | undefined>;
-  context(c: Context<HooklaneEnv>): PageContext;
-  signIn(c: Context<HooklaneEnv>): Page;
-  refused(c: Context<HooklaneEnv>, answer: ApiAnswer): Page;
-  badForm(c: Context<HooklaneEnv>, detail: string): Page;
-}
 
 const COOKIE = "hooklane_console";
 
@@ -40,13 +17,14 @@ const COOKIE = "hooklane_console";
  * expires with the token, and sends every read and action through the API
  * with it, so it sees and does exactly what that token may, with the API's
  * scoping and validation. No scripts; every form, sign-in included, is
- * checked for its origin and its form token (`consoleCsrf`).
+ * checked for its origin and its form token (`consoleCsrf`). The same pages
+ * serve portal sessions under `/console/portal/<token>` (`console-portal.ts`).
  */
 export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
   app.use("/console/*", consoleCsrf);
 
-  const tools: ConsoleTools = {
+  const signedIn: ConsoleTools = {
     async call(c, method, path, body) {
       const token = getCookie(c, COOKIE);
       if (!token) return undefined;
@@ -62,14 +40,10 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
         deleteCookie(c, COOKIE, { path: "/console" });
         return undefined;
       }
-      const text = await response.text();
-      return { ok: response.ok, status: response.status, body: text ? JSON.parse(text) : undefined };
+      return apiAnswer(response);
     },
-    context: (c) => ({ csrf: formToken(c) }),
     signIn: (c) => c.html(loginPage(formToken(c)), 401),
-    refused: (c, answer) =>
-      c.html(problemPage(answer.body?.title ?? "Error", answer.body?.detail ?? "", formToken(c)), answer.status as 400),
-    badForm: (c, detail) => c.html(problemPage("Bad request", detail, formToken(c)), 400),
+    ...pageAnswers(() => "/console", false),
   };
 
   app.post("/console/login", async (c) => {
@@ -93,7 +67,14 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
     return c.redirect("/console", 303);
   });
 
-  addWebhookConsoleRoutes(app, tools);
-  addDeliveryConsoleRoutes(app, tools);
+  addPortalGate(app);
+  const portal = portalTools(api);
+  for (const [prefix, tools] of [
+    ["/console", signedIn],
+    [PORTAL_PREFIX, portal],
+  ] as const) {
+    addWebhookConsoleRoutes(app, prefix, tools);
+    addDeliveryConsoleRoutes(app, prefix, tools);
+  }
   return app;
 }

@@ -38,12 +38,13 @@ export function webhooksPage(input: {
   context: PageContext;
 }) {
   const { webhooks, nextCursor, cursor } = input;
+  const base = input.context.base;
   return layout(
     "Webhooks",
-    html`<div class="actions"><a href="/console/webhooks/new">New webhook</a></div>
+    html`<div class="actions"><a href="${base}/webhooks/new">New webhook</a></div>
       ${
         webhooks.length === 0
-          ? html`<p>No webhooks yet. <a href="/console/webhooks/new">Create one</a> to start receiving events.</p>`
+          ? html`<p>No webhooks yet. <a href="${base}/webhooks/new">Create one</a> to start receiving events.</p>`
           : html`<table>
               <tr class="head">
                 <th scope="col">Webhook</th>
@@ -55,7 +56,7 @@ export function webhooksPage(input: {
                 ({ webhook: w, health }) =>
                   html`<tr>
                     <td data-label="Webhook">
-                      <a href="/console/webhooks/${w.id}"><code>${w.url}</code></a
+                      <a href="${base}/webhooks/${w.id}"><code>${w.url}</code></a
                       ><br /><small><code>${w.id}</code>${w.description ? html` · ${w.description}` : ""}</small>
                     </td>
                     <td data-label="Status" class="status-${w.status}">
@@ -74,8 +75,8 @@ export function webhooksPage(input: {
             </table>`
       }
       <p>
-        ${cursor ? html`<a href="/console">Newest</a> ` : ""}
-        ${nextCursor ? html`<a href="/console?cursor=${nextCursor}">More webhooks →</a>` : ""}
+        ${cursor ? html`<a href="${base}">Newest</a> ` : ""}
+        ${nextCursor ? html`<a href="${base}?cursor=${nextCursor}">More webhooks →</a>` : ""}
       </p>`,
     { signedIn: true, ...input.context, notice: input.notice },
   );
@@ -90,7 +91,8 @@ export function webhookFormPage(input: {
 }) {
   const w = input.webhook;
   const chosen = new Set(w?.events ?? []);
-  const action = w ? `/console/webhooks/${w.id}/edit` : "/console/webhooks";
+  const base = input.context.base;
+  const action = w ? `${base}/webhooks/${w.id}/edit` : `${base}/webhooks`;
   return layout(
     w ? "Edit webhook" : "New webhook",
     html`${input.error ? html`<p class="warning" role="alert">${input.error}</p>` : ""}
@@ -145,6 +147,7 @@ export function webhookFormPage(input: {
 /** The one time a secret is shown: after creating a webhook, or rotating its secret. */
 export function secretPage(input: { webhook: Webhook; secret: string; rotated: boolean; context: PageContext }) {
   const { webhook: w, secret, rotated } = input;
+  const base = input.context.base;
   return layout(
     rotated ? "Secret rotated" : "Webhook created",
     html`<p class="warning" role="alert">
@@ -153,23 +156,24 @@ export function secretPage(input: { webhook: Webhook; secret: string; rotated: b
       </p>
       <p><label for="secret">Signing secret</label></p>
       <p><code class="secret" id="secret">${secret}</code></p>
-      <p><a href="/console/webhooks/${w.id}">Continue to the webhook</a></p>`,
+      <p><a href="${base}/webhooks/${w.id}">Continue to the webhook</a></p>`,
     { signedIn: true, ...input.context },
   );
 }
 
 export function deletePage(input: { webhook: Webhook; context: PageContext }) {
   const w = input.webhook;
+  const base = input.context.base;
   return layout(
     "Delete webhook",
     html`<p>
         Delete <code>${w.url}</code> (<code>${w.id}</code>)? Nothing more is sent to it, and its delivery log is deleted
         with it. This cannot be undone.
       </p>
-      <form method="post" action="/console/webhooks/${w.id}/delete">
+      <form method="post" action="${base}/webhooks/${w.id}/delete">
         ${tokenField(input.context.csrf)}
         <button class="danger">Delete this webhook</button>
-        <a href="/console/webhooks/${w.id}">Cancel</a>
+        <a href="${base}/webhooks/${w.id}">Cancel</a>
       </form>`,
     { signedIn: true, ...input.context },
   );
@@ -198,9 +202,9 @@ function healthFacts(health: Health | undefined) {
     </dl>`;
 }
 
-function logFilters(w: Webhook, eventTypes: string[], filters: LogFilters) {
+function logFilters(base: string, w: Webhook, eventTypes: string[], filters: LogFilters) {
   const active = Object.entries(filters).filter(([, value]) => value);
-  return html`<form class="filters" method="get" action="/console/webhooks/${w.id}" role="search">
+  return html`<form class="filters" method="get" action="${base}/webhooks/${w.id}" role="search">
       <label
         >Status
         <select name="status">
@@ -231,7 +235,7 @@ function logFilters(w: Webhook, eventTypes: string[], filters: LogFilters) {
         ? html`<p role="status">
             Showing deliveries where
             ${active.map(([key, value], i) => html`${i ? ", " : ""}${key} = <code>${value}</code>`)}.
-            <a href="/console/webhooks/${w.id}">Clear filters</a>
+            <a href="${base}/webhooks/${w.id}">Clear filters</a>
           </p>`
         : ""
     }`;
@@ -249,7 +253,7 @@ export function webhookPage(input: {
   context: PageContext;
 }) {
   const { webhook: w, dispatches, nextCursor, filters, context } = input;
-  const csrf = context.csrf;
+  const { csrf, base } = context;
   const kept = new URLSearchParams(Object.entries(filters).filter(([, v]) => v) as Array<[string, string]>);
   const paused = w.status === "paused" || w.status === "disabled";
   return layout(
@@ -267,25 +271,25 @@ export function webhookPage(input: {
         <dd>${w.description || "—"}</dd>
       </dl>
       <div class="actions">
-        <a href="/console/webhooks/${w.id}/edit">Edit</a>
+        <a href="${base}/webhooks/${w.id}/edit">Edit</a>
         ${
           w.status === "listening"
             ? ""
-            : html`<form class="inline" method="post" action="/console/webhooks/${w.id}/${paused ? "resume" : "pause"}">
+            : html`<form class="inline" method="post" action="${base}/webhooks/${w.id}/${paused ? "resume" : "pause"}">
                 ${tokenField(csrf)}<button>${paused ? "Resume deliveries" : "Pause deliveries"}</button>
               </form>`
         }
-        <form class="inline" method="post" action="/console/webhooks/${w.id}/test">
+        <form class="inline" method="post" action="${base}/webhooks/${w.id}/test">
           ${tokenField(csrf)}<button>Send test event</button>
         </form>
-        <form class="inline" method="post" action="/console/webhooks/${w.id}/rotate-secret">
+        <form class="inline" method="post" action="${base}/webhooks/${w.id}/rotate-secret">
           ${tokenField(csrf)}<button>Rotate secret</button>
         </form>
-        <a href="/console/webhooks/${w.id}/delete">Delete…</a>
+        <a href="${base}/webhooks/${w.id}/delete">Delete…</a>
       </div>
       ${healthFacts(input.health)}
       <h2>Bulk recovery</h2>
-      <form class="filters" method="post" action="/console/webhooks/${w.id}/recover">
+      <form class="filters" method="post" action="${base}/webhooks/${w.id}/recover">
         ${tokenField(csrf)}
         <label
           >Start every failed and exhausted delivery of the last
@@ -298,7 +302,7 @@ export function webhookPage(input: {
         <button>Start recovery</button>
       </form>
       <h2>Delivery log</h2>
-      ${logFilters(w, input.eventTypes, filters)}
+      ${logFilters(base, w, input.eventTypes, filters)}
       ${
         dispatches.length === 0
           ? html`<p>No deliveries match.</p>`
@@ -316,7 +320,7 @@ export function webhookPage(input: {
                 (d) =>
                   html`<tr>
                     <td data-label="Event">
-                      <a href="/console/dispatches/${d.id}"><code>${d.event.type}</code></a
+                      <a href="${base}/dispatches/${d.id}"><code>${d.event.type}</code></a
                       ><br /><small><code>${d.event.id}</code></small>
                     </td>
                     <td data-label="Status" class="status-${d.status}">
@@ -328,16 +332,16 @@ export function webhookPage(input: {
                     <td data-label="Last answer">${d.lastStatusCode ?? "—"}</td>
                     <td data-label="Next attempt">${when(d.nextAttempt)}</td>
                     <td data-label="Created">${when(d.created)}</td>
-                    <td>${dispatchAction(d, csrf, `/console/webhooks/${w.id}`)}</td>
+                    <td>${dispatchAction(d, context, `webhooks/${w.id}`)}</td>
                   </tr>`,
               )}
             </table>`
       }
       <p>
-        ${input.cursor ? html`<a href="/console/webhooks/${w.id}?${kept}">Newest</a> ` : ""}
+        ${input.cursor ? html`<a href="${base}/webhooks/${w.id}?${kept}">Newest</a> ` : ""}
         ${
           nextCursor
-            ? html`<a href="/console/webhooks/${w.id}?${new URLSearchParams([...kept, ["cursor", nextCursor]])}"
+            ? html`<a href="${base}/webhooks/${w.id}?${new URLSearchParams([...kept, ["cursor", nextCursor]])}"
                 >Older →</a
               >`
             : ""

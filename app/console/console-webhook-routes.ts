@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
-import type { ApiAnswer, ConsoleTools, Page } from "./console-routes.ts";
+import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
 import {
   deletePage,
   secretPage,
@@ -40,10 +40,11 @@ function logQuery(filters: LogFilters, cursor: string | undefined): URLSearchPar
   return query;
 }
 
-const back = (id: string, notice: string) => `/console/webhooks/${id}?notice=${encodeURIComponent(notice)}`;
+const back = (base: string, id: string, notice: string) =>
+  `${base}/webhooks/${id}?notice=${encodeURIComponent(notice)}`;
 
 /** The webhooks: list with health, create, edit, pause and resume, rotate, test, delete, and one webhook's page. */
-export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleTools): void {
+export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, tools: ConsoleTools): void {
   const { call, context, signIn, refused } = tools;
   const idOf = (c: Context<HooklaneEnv>) => encodeURIComponent(c.req.param("id") ?? "");
   /** Runs `then` with a successful answer; the sign-in page or the API's refusal otherwise. */
@@ -55,7 +56,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleTo
     return list?.ok ? list.body.data : [];
   }
 
-  app.get("/console", async (c) => {
+  app.get(prefix, async (c) => {
     const cursor = c.req.query("cursor");
     const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
     const list = await call(c, "GET", `/v3/webhooks?${query}`);
@@ -78,12 +79,12 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleTo
     );
   });
 
-  app.get("/console/webhooks/new", async (c) => {
+  app.get(`${prefix}/webhooks/new`, async (c) => {
     const types = await call(c, "GET", "/v3/webhook-event-types?limit=100");
     return answered(c, types, (body) => c.html(webhookFormPage({ eventTypes: body.data, context: context(c) })));
   });
 
-  app.post("/console/webhooks", async (c) => {
+  app.post(`${prefix}/webhooks`, async (c) => {
     const form = webhookForm.safeParse(await c.req.parseBody({ all: true }));
     if (!form.success) {
       const page = webhookFormPage({
@@ -107,56 +108,56 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, tools: ConsoleTo
     );
   });
 
-  app.get("/console/webhooks/:id/edit", async (c) => {
+  app.get(`${prefix}/webhooks/:id/edit`, async (c) => {
     const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
     if (!hook?.ok) return answered(c, hook, () => c.body(null));
     return c.html(webhookFormPage({ webhook: hook.body, eventTypes: await eventTypes(c), context: context(c) }));
   });
 
-  app.post("/console/webhooks/:id/edit", async (c) => {
+  app.post(`${prefix}/webhooks/:id/edit`, async (c) => {
     const form = webhookForm.omit({ scheme: true }).safeParse(await c.req.parseBody({ all: true }));
     if (!form.success) return tools.badForm(c, "Give an endpoint URL and choose at least one event.");
     const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
-    return answered(c, updated, (body) => c.redirect(back(body.id, "Changes saved."), 303));
+    return answered(c, updated, (body) => c.redirect(back(context(c).base, body.id, "Changes saved."), 303));
   });
 
   for (const [action, status, notice] of [
     ["pause", "paused", "Deliveries paused: new events are kept until you resume."],
     ["resume", "active", "Deliveries resumed: events kept while paused are on their way."],
   ] as const) {
-    app.post(`/console/webhooks/:id/${action}`, async (c) => {
+    app.post(`${prefix}/webhooks/:id/${action}`, async (c) => {
       const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, { status });
-      return answered(c, updated, (body) => c.redirect(back(body.id, notice), 303));
+      return answered(c, updated, (body) => c.redirect(back(context(c).base, body.id, notice), 303));
     });
   }
 
-  app.post("/console/webhooks/:id/rotate-secret", async (c) => {
+  app.post(`${prefix}/webhooks/:id/rotate-secret`, async (c) => {
     const rotated = await call(c, "POST", `/v3/webhooks/${idOf(c)}/rotate-secret`);
     return answered(c, rotated, (body) =>
       c.html(secretPage({ webhook: body, secret: body.secret, rotated: true, context: context(c) })),
     );
   });
 
-  app.post("/console/webhooks/:id/test", async (c) => {
+  app.post(`${prefix}/webhooks/:id/test`, async (c) => {
     const sent = await call(c, "POST", `/v3/webhooks/${idOf(c)}/test`);
     return answered(c, sent, (body) =>
-      c.redirect(`/console/dispatches/${body.id}?notice=${encodeURIComponent("Test event queued.")}`, 303),
+      c.redirect(`${context(c).base}/dispatches/${body.id}?notice=${encodeURIComponent("Test event queued.")}`, 303),
     );
   });
 
-  app.get("/console/webhooks/:id/delete", async (c) => {
+  app.get(`${prefix}/webhooks/:id/delete`, async (c) => {
     const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
     return answered(c, hook, (body) => c.html(deletePage({ webhook: body, context: context(c) })));
   });
 
-  app.post("/console/webhooks/:id/delete", async (c) => {
+  app.post(`${prefix}/webhooks/:id/delete`, async (c) => {
     const deleted = await call(c, "DELETE", `/v3/webhooks/${idOf(c)}`);
     return answered(c, deleted, () =>
-      c.redirect(`/console?notice=${encodeURIComponent(`Webhook ${c.req.param("id")} deleted.`)}`, 303),
+      c.redirect(`${context(c).base}?notice=${encodeURIComponent(`Webhook ${c.req.param("id")} deleted.`)}`, 303),
     );
   });
 
-  app.get("/console/webhooks/:id", async (c) => {
+  app.get(`${prefix}/webhooks/:id`, async (c) => {
     const id = idOf(c);
     const { status, eventType, since, until, q, cursor, notice } = c.req.query();
     const filters: LogFilters = { status, eventType, since, until, q };

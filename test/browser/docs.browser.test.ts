@@ -33,7 +33,7 @@ describe.skipIf(!hasChromium())("/docs in a browser", () => {
 
     const page = await fixture.page();
     await page.goto(`${fixture.origin}/docs`);
-    await screenshot(page, "6-docs");
+    await screenshot(page, "6-docs", { fullPage: false });
     const missing: string[] = [];
     for (const [path, operations] of Object.entries(document.paths as Record<string, Record<string, any>>)) {
       for (const [method, operation] of Object.entries(operations)) {

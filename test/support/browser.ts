@@ -81,6 +81,7 @@ export async function widths(page: Page): Promise<{ scrollWidth: number; clientW
   );
 }
 
-export async function screenshot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage: true });
+/** Saves the page (all of it, unless `fullPage` is false) under test/browser/screenshots/. */
+export async function screenshot(page: Page, name: string, { fullPage = true } = {}): Promise<void> {
+  await page.screenshot({ path: `${SCREENSHOTS}${name}.png`, fullPage });
 }

@@ -4,6 +4,7 @@ import { addListenSessionDelete } from "./listen-session-delete.ts";
 import { addListenSessionResults } from "./listen-session-results.ts";
 import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addLaneStatus } from "./lane-status.ts";
+import { addPortalSessionCreate } from "./portal-session-create.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -19,7 +20,12 @@ import { addWebhookUpdate } from "./webhook-update.ts";
 /** Paths of the control plane's own objects: every route under them is scoped to the caller's account. */
 export const TENANT_SCOPED_PREFIXES = ["/v3/webhooks", "/v3/webhook-dispatches", "/v3/listen-sessions"] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
-export const CONTROL_PLANE_PREFIXES = [...TENANT_SCOPED_PREFIXES, "/v3/webhook-event-types", "/v3/lane"] as const;
+export const CONTROL_PLANE_PREFIXES = [
+  ...TENANT_SCOPED_PREFIXES,
+  "/v3/webhook-event-types",
+  "/v3/lane",
+  "/v3/portal-sessions",
+] as const;
 
 const under = (prefixes: readonly string[]) => (path: string) =>
   prefixes.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
@@ -50,6 +56,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addListenSessionDelete,
     addWebhookHealth,
     addLaneStatus,
+    addPortalSessionCreate,
   ]) {
     add(router);
   }
