@@ -28,11 +28,11 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     c.set("hooklane", hooklane);
     await next();
   });
-  app.use(securityHeaders, loopbackHostOnly);
+  app.use(requestIdentity, securityHeaders, loopbackHostOnly);
   // Probes and scrapes come every few seconds, and /ready answers 503 during an
-  // outage on purpose: they are answered before the request log.
+  // outage on purpose: they are answered (with their request id) before the request log.
   app.route("/", opsRoutes());
-  app.use(requestIdentity, requestLog, limitBodySize);
+  app.use(requestLog, limitBodySize);
   app.use(
     methodNotAllowed({
       app,

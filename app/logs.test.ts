@@ -54,6 +54,36 @@ describe("what the logs never carry", () => {
     expect(logged).not.toMatch(/whsec_|params|insert into/i);
   });
 
+  it("puts an X-Request-Id on every response, the caller's own when sane, and the same id on its log line", async () => {
+    const app = createApp(hooklane);
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "logs", account: "acc_logs" });
+    const auth = { authorization: `Bearer ${token}` };
+    const requests: Array<[string, RequestInit?]> = [
+      ["/health"],
+      ["/v3/webhooks", { headers: auth }],
+      ["/v3/webhooks/wh_missing", { headers: auth }],
+      ["/v3/webhooks"],
+      ["/v3/payment-debts", { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: "{" }],
+      ["/console"],
+      ["/openapi.json"],
+      ["/v3/webhooks", { headers: { ...auth, "x-request-id": "caller-trace-42" } }],
+    ];
+    for (const [path, init] of requests) {
+      lines.length = 0;
+      const response = await app.request(path, init);
+      const id = response.headers.get("x-request-id");
+      const sent = new Headers(init?.headers).get("x-request-id");
+      expect(id, `${path} → ${response.status}`).toBe(sent ?? id);
+      if (!sent) expect(id, `${path} → ${response.status}`).toMatch(/^req_[A-Za-z0-9_-]{16}$/);
+      // Probes are answered before the request log: they come every few seconds.
+      const logged = lines.map((line) => JSON.parse(line)).filter((record) => record.msg === "request");
+      expect(
+        logged.map((record) => record.requestId),
+        path,
+      ).toEqual(path === "/health" ? [] : [id]);
+    }
+  });
+
   it("logs requests, and their failures, without the token, the query string or any secret", async () => {
     const app = createApp(hooklane);
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "logs", account: "acc_logs" });

@@ -82,7 +82,9 @@ describe("/openapi.json and /docs", () => {
         ...(spec.body ? [spec.body] : []),
         ...Object.values(spec.responses).flatMap((response) => (response.schema ? [response.schema] : [])),
       ];
-      expect(schemas.length, where).toBeGreaterThan(0);
+      const streams = Object.values(spec.responses).filter((response) => response.mediaType);
+      for (const stream of streams) expect(stream.example, `${where}: the stream's example`).toBeTruthy();
+      expect(schemas.length + streams.length, where).toBeGreaterThan(0);
       for (const schema of schemas) {
         expect(examplesOf(schema).length, where).toBeGreaterThan(0);
         for (const example of examplesOf(schema)) expect(schema.safeParse(example).error, where).toBeUndefined();

@@ -136,7 +136,12 @@ export function openApiDocument(
       const content = response.schema
         ? { "application/json": { schema: convert(response.schema, "output") } }
         : response.mediaType
-          ? { [response.mediaType]: { schema: { type: "string" } } }
+          ? {
+              [response.mediaType]: {
+                schema: { type: "string" },
+                ...(response.example ? { example: response.example } : {}),
+              },
+            }
           : Number(status) >= 400
             ? { "application/problem+json": { schema: problem } }
             : undefined;

@@ -15,6 +15,8 @@ export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
   mediaType?: "text/event-stream";
+  /** A stream's example: what a client reads from it. */
+  example?: string;
 }
 
 type Schema = z.ZodType | undefined;

@@ -211,7 +211,8 @@ const schema = envVariables.transform((env, ctx) => {
     /** The published development values in use, by variable: start-up warns about each (never in production). */
     developmentSecrets,
     // Development serves this machine only; a deployment listens on every interface unless told otherwise.
-    host: env.HOST ?? (production ? undefined : "127.0.0.1"),
+    // A Vercel function binds nothing: the platform routes requests to it under the deployment's own names.
+    host: env.HOST ?? (production || env.VERCEL === "1" ? undefined : "127.0.0.1"),
     bodyLimitBytes: env.HTTP_BODY_LIMIT,
     port: env.PORT,
     databaseUrl: env.DATABASE_URL,

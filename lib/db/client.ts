@@ -59,9 +59,10 @@ export interface DatabaseOptions {
    * A server database's schema on open: `apply` pending migrations (the
    * default; self-hosted processes and `npm run db:migrate`), or only
    * `verify` that it is current (Vercel functions, where migrating is a
-   * deploy step). The embedded database always applies them.
+   * deploy step), or leave it `as-is` (a tool that migrates by itself).
+   * The embedded database always applies them.
    */
-  schema?: "apply" | "verify";
+  schema?: "apply" | "verify" | "as-is";
   /** The pool lives in a Vercel function: attached with `attachDatabasePool`, so idle clients are closed before the instance suspends. */
   vercelFunction?: boolean;
 }
@@ -147,7 +148,8 @@ async function openPooled(
     },
   });
   try {
-    await (options.schema === "verify" ? verifySchema(database) : applyMigrations(database));
+    if (options.schema === "verify") await verifySchema(database);
+    else if (options.schema !== "as-is") await applyMigrations(database);
   } catch (error) {
     await database.close();
     throw error;

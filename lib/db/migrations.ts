@@ -37,10 +37,13 @@ export class SchemaBehindError extends Error {
  * one transaction that first takes a transaction-scoped advisory lock, so
  * migrators starting together run one after the other, and the lock cannot
  * outlive its transaction or be released on another server connection (as
- * a session lock can behind a transaction-mode pooler).
+ * a session lock can behind a transaction-mode pooler). `migrations`: the
+ * committed ones, or a prefix of them (a database left behind, in tests).
  */
-export async function applyMigrations(database: Database): Promise<void> {
-  const migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+export async function applyMigrations(
+  database: Database,
+  migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }),
+): Promise<void> {
   await database.transaction(async (tx) => {
     await tx.rows(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`);
     await tx.rows(sql`create schema if not exists drizzle`);

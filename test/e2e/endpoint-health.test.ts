@@ -28,6 +28,7 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
       // Three attempts 50 ms apart; a breaker that, once open, stays open for the test's length.
       env: { WEBHOOK_RETRY_SCHEDULE: "50ms,50ms", WEBHOOK_BREAKER_OPEN: "1h,1h", WEBHOOK_TIMEOUT_MS: "5000" },
     });
+    await harness.accounts(OWNER.account, "acc_other");
   }, HARNESS_START_MS);
   afterAll(async () => {
     await harness?.close();

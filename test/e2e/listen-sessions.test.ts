@@ -94,19 +94,23 @@ describe("listen sessions, served in process", () => {
     expect(verified.event.data).toEqual({ object: "payment-debt", id: debt.body.id, account: CAROL.account });
 
     // The receiver's 500 (a 410 too: it never ends a session) is the attempt's status, and RETRY follows.
-    expect((await session.results([report(first, 410)])).body).toEqual({ recorded: [first.dispatch], stale: [] });
+    expect((await session.results([report(first, 410)])).body).toEqual({
+      object: "listen-results",
+      recorded: [first.dispatch],
+      stale: [],
+    });
     const second = await session.next();
     expect(second).toMatchObject({ dispatch: first.dispatch, attempt: 2, payload: first.payload });
     expect((await session.results([report(second, 200)])).body.recorded).toEqual([first.dispatch]);
 
     const detail = await harness.call("GET", `/v3/webhook-dispatches/${first.dispatch}`, CAROL);
     expect(detail.body.status).toBe("success");
-    expect(
-      detail.body.attemptLog.map((a: { statusCode: number; outcome: string }) => [a.statusCode, a.outcome]),
-    ).toEqual([
-      [410, "retry"],
-      [200, "success"],
-    ]);
+    expect(detail.body.attempts.map((a: { statusCode: number; outcome: string }) => [a.statusCode, a.outcome])).toEqual(
+      [
+        [410, "retry"],
+        [200, "success"],
+      ],
+    );
     const workers = await harness.hooklane.database.db
       .select({ worker: webhookAttempt.worker })
       .from(webhookAttempt)
@@ -129,7 +133,11 @@ describe("listen sessions, served in process", () => {
       report(delivery, 200, { lease: `listen/${other.id}/00000000` }),
       report(delivery, 200, { lease: "vm/1/worker" }),
     ];
-    expect((await session.results(stale)).body).toEqual({ recorded: [], stale: stale.map(() => delivery.dispatch) });
+    expect((await session.results(stale)).body).toEqual({
+      object: "listen-results",
+      recorded: [],
+      stale: stale.map(() => delivery.dispatch),
+    });
     // Through another session's route, the dispatch is not there at all.
     expect((await session.results([report(delivery, 200)], other.id)).body.recorded).toEqual([]);
     const [row] = await harness.hooklane.database.db
@@ -139,7 +147,11 @@ describe("listen sessions, served in process", () => {
     expect(row).toMatchObject({ status: "pending", attemptCount: 0, lockedBy: delivery.lease });
 
     const twice = [report(delivery, 200), report(delivery, 500)];
-    expect((await session.results(twice)).body).toEqual({ recorded: [delivery.dispatch], stale: [delivery.dispatch] });
+    expect((await session.results(twice)).body).toEqual({
+      object: "listen-results",
+      recorded: [delivery.dispatch],
+      stale: [delivery.dispatch],
+    });
     expect((await session.results([report(delivery, 200)])).body.stale).toEqual([delivery.dispatch]);
   });
 
@@ -176,9 +188,9 @@ describe("listen sessions, served in process", () => {
     const queued = await harness.call("POST", `/v3/webhooks/${session.id}/test`, CAROL);
     const detail = await eventually(
       () => harness.call("GET", `/v3/webhook-dispatches/${queued.body.id}`, CAROL),
-      (answer) => answer.body.attemptLog.length === 1,
+      (answer) => answer.body.attempts.length === 1,
     );
-    const [attempt] = detail.body.attemptLog;
+    const [attempt] = detail.body.attempts;
     expect(attempt).toMatchObject({ outcome: "retry", errorClass: "internal", statusCode: null });
     expect(Date.parse(attempt.nextAttempt) - Date.parse(attempt.started)).toBeGreaterThanOrEqual(59_000);
   });
@@ -194,7 +206,7 @@ describe("listen sessions, served in process", () => {
 
   it("ends the stream when the session is deleted; the sweeper deletes sessions past their expiry", async () => {
     const deleted = await startSession();
-    expect((await harness.call("DELETE", `/v3/listen-sessions/${deleted.id}`, CAROL)).status).toBe(204);
+    expect((await harness.call("DELETE", `/v3/listen-sessions/${deleted.id}`, CAROL)).status).toBe(200);
     expect(await deleted.stream.next("end")).toBe("the session is over");
     expect((await harness.call("DELETE", `/v3/listen-sessions/${deleted.id}`, CAROL)).status).toBe(404);
 

@@ -30,6 +30,7 @@ describe("receiver test modes, through the real lane to the sample receiver", ()
     harness = await startHarness(pgliteFactory, {
       env: { WEBHOOK_RETRY_SCHEDULE: "1h", WEBHOOK_TIMEOUT_MS: "10000" },
     });
+    await harness.accounts(ALICE.account);
     for (const scheme of ["hooklane-v1", "standard-webhooks"] as const) {
       const created = await harness.call("POST", "/v3/webhooks", {
         ...ALICE,
@@ -69,9 +70,9 @@ describe("receiver test modes, through the real lane to the sample receiver", ()
     expect(queued.status, JSON.stringify(queued.body)).toBe(202);
     const detail = await eventually(
       () => harness.call("GET", `/v3/webhook-dispatches/${queued.body.id}`, ALICE),
-      (answer) => answer.body.attemptLog.length === 1,
+      (answer) => answer.body.attempts.length === 1,
     );
-    return { eventId: queued.body.event.id as string, dispatch: detail.body, attempt: detail.body.attemptLog[0] };
+    return { eventId: queued.body.event.id as string, dispatch: detail.body, attempt: detail.body.attempts[0] };
   }
 
   for (const scheme of ["hooklane-v1", "standard-webhooks"] as const) {

@@ -26,15 +26,16 @@ describe("the vercel transport facing the queue service's answers", () => {
     return subscribed;
   }
 
-  const createAccount = (harness: Harness) =>
-    harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_alice", name: "Alice" } });
+  /** An `account.updated` of acc_alice, whose webhook takes every event. */
+  const renameAccount = (harness: Harness) =>
+    harness.call("PATCH", "/v3/accounts/acc_alice", { ...ADMIN, body: { name: "Alice" } });
   const outboxRows = async (harness: Harness) =>
     (await harness.hooklane.database.db.select({ n: count() }).from(webhookRouteJob))[0]!.n;
 
   it("takes a message accepted for deferred processing (202, no id) as sent", async () => {
     const { harness, receiver } = await setUp();
     harness.queue!.deferSends = true;
-    expect((await createAccount(harness)).status).toBe(201);
+    expect((await renameAccount(harness)).status).toBe(200);
     await harness.settled();
     await receiver.waitFor(1);
     expect(await outboxRows(harness)).toBe(0);
@@ -43,7 +44,7 @@ describe("the vercel transport facing the queue service's answers", () => {
 
   it("leaves a dispatch whose deliver send was rate limited (429) to the sweep, which sends it", async () => {
     const { harness, receiver } = await setUp();
-    expect((await createAccount(harness)).status).toBe(201);
+    expect((await renameAccount(harness)).status).toBe(200);
     await receiver.waitFor(1);
     harness.queue!.throttle(1, 5);
     const ids = await handleRouteMessage(harness.hooklane, {
@@ -67,7 +68,7 @@ describe("the vercel transport facing the queue service's answers", () => {
   it("gives up on a queue that does not answer, and delivers the event once after the sweep", async () => {
     const { harness, receiver } = await setUp();
     const release = harness.queue!.stallSends();
-    expect((await createAccount(harness)).status).toBe(201);
+    expect((await renameAccount(harness)).status).toBe(200);
     await harness.settled(); // the forward gave up: the API never waited for it
     expect(harness.hooklane.transport.sent).toMatchObject({ route: 0, fallback: 1 });
     expect(await outboxRows(harness)).toBe(1);
@@ -102,7 +103,7 @@ describe("the vercel transport facing the queue service's answers", () => {
       return lane;
     };
     await deploy("dpl_old");
-    expect((await createAccount(harness)).status).toBe(201);
+    expect((await renameAccount(harness)).status).toBe(200);
     await receiver.waitFor(1);
     const [dispatch] = await eventually(
       () => harness.hooklane.database.db.select().from(webhookDispatch).where(eq(webhookDispatch.webhookId, webhookId)),

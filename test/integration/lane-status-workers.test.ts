@@ -28,6 +28,7 @@ beforeAll(async () => {
     async () => ({ database: await openDatabase({ databaseUrl }), databaseUrl, drop: async () => {} }),
     { lane: false, env: LEASE },
   );
+  await harness.accounts(OWNER.account);
   for (const name of ["lane-worker-1", "lane-worker-2"]) {
     workers.push(
       startWorkerProcess(name, {

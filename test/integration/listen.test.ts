@@ -144,9 +144,13 @@ beforeAll(async () => {
     failNext = false;
     return { status: 500, body: "receiver down" };
   });
-  server = start("api", ["npm", "run", "--silent", "api"], { PORT: "0", CATALOGUE_AUTO_SYNC: "true" });
-  const started = await server.line(/hooklane API on http:\/\/localhost:\d+/);
-  api = `http://127.0.0.1:${/localhost:(\d+)/.exec(started)![1]}`;
+  server = start("api", ["npm", "run", "--silent", "api"], {
+    HOST: "127.0.0.1",
+    PORT: "0",
+    CATALOGUE_AUTO_SYNC: "true",
+  });
+  const started = await server.line(/hooklane API on http:\/\/127\.0\.0\.1:\d+/);
+  api = `http://127.0.0.1:${/127\.0\.0\.1:(\d+)/.exec(started)![1]}`;
   const workers = ["worker-1", "worker-2"].map((name) => start(name, ["npm", "run", "--silent", "worker"]));
   await Promise.all(workers.map((worker) => worker.line(/lane worker .* started/)));
   database = await openDatabase({ databaseUrl });
@@ -194,7 +198,7 @@ it("forwards to a local receiver through `npm run listen`, with the API in produ
     (answer) => answer.body.status === "success",
   );
   expect(
-    detail.body.attemptLog.map((a: { statusCode: number; outcome: string; responseExcerpt: string }) => [
+    detail.body.attempts.map((a: { statusCode: number; outcome: string; responseExcerpt: string }) => [
       a.statusCode,
       a.outcome,
       a.responseExcerpt,

@@ -1,7 +1,7 @@
+import { randomBytes } from "node:crypto";
 import { count, countDistinct, eq } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createApp } from "../../app/app.ts";
-import { DEVELOPMENT_JWT_SECRET, DEVELOPMENT_SECRET_KEY } from "../../lib/config/env.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
 import { exposeLedgerMetrics } from "../../lib/metrics/ledger-metrics.ts";
@@ -29,7 +29,10 @@ let receiver: TestReceiver;
 let worker: WorkerProcess;
 let metricsPort: number;
 let drop: () => Promise<void>;
-const secrets: string[] = [DEVELOPMENT_SECRET_KEY, DEVELOPMENT_JWT_SECRET];
+// Production refuses the published development values: the worker gets keys of its own (the harness seals with the same).
+const SECRET_KEY = randomBytes(32).toString("base64url");
+const JWT_SECRET = randomBytes(32).toString("base64url");
+const secrets: string[] = [SECRET_KEY, JWT_SECRET];
 
 beforeAll(async () => {
   const created = await createTestDatabase();
@@ -39,7 +42,7 @@ beforeAll(async () => {
   receiver = await startReceiver((post) => (post.path === "/flaky" && ++posts <= OUTAGE_POSTS ? { status: 503 } : {}));
   harness = await startHarness(
     async () => ({ database: await openDatabase({ databaseUrl }), databaseUrl, drop: async () => {} }),
-    { lane: false },
+    { lane: false, env: { WEBHOOK_SECRET_KEY: SECRET_KEY } },
   );
   exposeLedgerMetrics(harness.hooklane);
   metricsPort = await freePort();
@@ -47,8 +50,8 @@ beforeAll(async () => {
   worker = startWorkerProcess("drill-worker", {
     DATABASE_URL: databaseUrl,
     NODE_ENV: "production",
-    WEBHOOK_SECRET_KEY: DEVELOPMENT_SECRET_KEY,
-    AUTH_JWT_SECRET: DEVELOPMENT_JWT_SECRET,
+    WEBHOOK_SECRET_KEY: SECRET_KEY,
+    AUTH_JWT_SECRET: JWT_SECRET,
     WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
     CATALOGUE_AUTO_SYNC: "false",
     LOG_LEVEL: "debug",

@@ -28,6 +28,7 @@ beforeAll(async () => {
     async () => ({ database: await openDatabase({ databaseUrl }), databaseUrl, drop: async () => {} }),
     { lane: false, env: { READY_MAX_LAG: "2s" } },
   );
+  await harness.accounts(OWNER.account);
   // The lane's LISTEN session is the listener /ready watches.
   lane = await startLane(harness.hooklane);
 }, 120_000);

@@ -145,7 +145,8 @@ export async function startHarness(
     async call(method, path, options) {
       const response = await request(method, path, options);
       const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : undefined, text, headers: response.headers };
+      const json = text !== "" && /json/.test(response.headers.get("content-type") ?? "");
+      return { status: response.status, body: json ? JSON.parse(text) : undefined, text, headers: response.headers };
     },
     async accounts(...ids) {
       await database.db

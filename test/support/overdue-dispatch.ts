@@ -13,6 +13,7 @@ export async function overdueDispatch(
 ): Promise<{ webhookId: string; dispatchId: string }> {
   const { account, url, minutes } = options;
   const created = await harness.call("POST", "/v3/webhooks", { account, body: { url, events: ["*"] } });
+  if (created.status !== 201) throw new Error(`POST /v3/webhooks: ${created.status} ${created.text}`);
   const test = await harness.call("POST", `/v3/webhooks/${created.body.id}/test`, { account });
   await harness.hooklane.database.db
     .update(webhookDispatch)

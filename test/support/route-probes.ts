@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { createApp } from "../../app/app.ts";
-import { webhookDispatch } from "../../lib/db/schema.ts";
+import { eq, sql } from "drizzle-orm";
+import { webhook as webhookTable, webhookDispatch } from "../../lib/db/schema.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { Harness } from "./harness.ts";
 import { exhaustedDispatches } from "./outage-dispatches.ts";
@@ -47,6 +48,7 @@ async function create(harness: Harness, path: string, body: unknown, admin = fal
 }
 
 const debt = { amount: "10.00", currency: "EUR" };
+const listenSession = { forwardTo: "http://127.0.0.1:4000/listen", events: ["*"] };
 const address = { line1: "1 Main St", city: "Madrid", country: "ES" };
 
 /**
@@ -123,7 +125,27 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   "GET /v3/webhooks/:id/recoveries/:recoveryId": (_, f) => ({
     path: `/v3/webhooks/${f.webhook}/recoveries/${f.recovery}`,
   }),
+  "GET /v3/webhooks/:id/health": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/health` }),
   "GET /v3/webhook-event-types": () => ({ path: "/v3/webhook-event-types" }),
+  "GET /v3/lane": () => ({ path: "/v3/lane", admin: true }),
+
+  "POST /v3/listen-sessions": () => ({ path: "/v3/listen-sessions", body: listenSession }),
+  "GET /v3/listen-sessions/:id/stream": async (h) => {
+    // An expired session: the stream says `ready`, then `end`, and closes, so the probe has an answer to read.
+    const id = await create(h, "/v3/listen-sessions", listenSession);
+    await h.hooklane.database.db
+      .update(webhookTable)
+      .set({ expiresAt: sql`now() - interval '1 second'` })
+      .where(eq(webhookTable.id, id));
+    return { path: `/v3/listen-sessions/${id}/stream` };
+  },
+  "POST /v3/listen-sessions/:id/results": async (h) => ({
+    path: `/v3/listen-sessions/${await create(h, "/v3/listen-sessions", listenSession)}/results`,
+    body: { results: [] },
+  }),
+  "DELETE /v3/listen-sessions/:id": async (h) => ({
+    path: `/v3/listen-sessions/${await create(h, "/v3/listen-sessions", listenSession)}`,
+  }),
 };
 
 /** `PROBE_ACCOUNT` and two of each object it lists, through the API. */

@@ -18,6 +18,7 @@ describe("GET /health and GET /ready", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     harness = await startHarness(pgliteFactory, { lane: false, env: { READY_MAX_LAG: "1m" } });
+    await harness.accounts(OWNER.account);
   }, HARNESS_START_MS);
   afterAll(async () => {
     await lane?.stop();

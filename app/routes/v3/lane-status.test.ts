@@ -16,6 +16,7 @@ describe("GET /v3/lane", () => {
   beforeAll(async () => {
     receiver = await startReceiver();
     harness = await startHarness(pgliteFactory);
+    await harness.accounts(OWNER.account);
   }, HARNESS_START_MS);
   afterAll(async () => {
     await harness?.close();

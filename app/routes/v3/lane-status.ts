@@ -60,7 +60,37 @@ export const laneStatusSchema = z
       .object({ up: z.boolean(), channels: z.array(z.string()), downSince: timestamp.nullable(), reconnects: count })
       .describe("The answering process's LISTEN session."),
   })
-  .meta({ id: "LaneStatus" });
+  .meta({
+    id: "LaneStatus",
+    examples: [
+      {
+        object: "lane",
+        at: "2026-03-01T12:00:00.000Z",
+        transport: "postgres",
+        deliver: { pending: 12, error: 3, due: 4, inFlight: 9, heldInactive: 2, heldBreaker: 0, lagSeconds: 0.4 },
+        route: { due: 0, scheduled: 0, inFlight: 1, lagSeconds: 0 },
+        workers: [
+          {
+            id: "worker-1/4211/9c1e",
+            started: "2026-03-01T08:00:00.000Z",
+            heartbeat: "2026-03-01T11:59:58.000Z",
+            lastClaim: "2026-03-01T11:59:59.000Z",
+            inFlight: 9,
+          },
+        ],
+        lostWorkers: [],
+        throughput: {
+          minutes: [{ minute: "2026-03-01T11:59:00.000Z", attempts: 1180, succeeded: 1172 }],
+          recent: { attempts: 5920, succeeded: 5890, perSecond: 19.7 },
+        },
+        webhooks: { active: 240, paused: 3, disabled: 1 },
+        breakers: { open: 1, halfOpen: 0 },
+        recoveries: { pending: 0, running: 1 },
+        poisonMessages: 0,
+        listener: { up: true, channels: ["hooklane_deliver", "hooklane_route"], downSince: null, reconnects: 0 },
+      },
+    ],
+  });
 
 const presentWorker = (w: LaneWorker) => ({
   id: w.id,

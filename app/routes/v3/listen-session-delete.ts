@@ -4,6 +4,7 @@ import { notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
 import { listenSessionIdParams } from "./listen-session-schemas.ts";
+import { deleted, deletedSchema } from "./resource-fields.ts";
 
 /** `DELETE /v3/listen-sessions/:id`: the CLI's exit. The webhook goes, with its deliveries. */
 export function addListenSessionDelete(router: OperationRouter): void {
@@ -16,17 +17,22 @@ export function addListenSessionDelete(router: OperationRouter): void {
       description: "Deletes the session's ephemeral webhook, its delivery log and anything not yet delivered.",
       tag: "Listen sessions",
       params: listenSessionIdParams,
-      responses: { 204: { description: "Ended." } },
+      responses: {
+        200: {
+          description: "Ended.",
+          schema: deletedSchema("listen-session", "DeletedListenSession", "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b"),
+        },
+      },
     },
     async (c, { params }) => {
       const { subscriptions } = c.var.hooklane;
-      const deleted = await c.var.database.db
+      const rows = await c.var.database.db
         .delete(webhook)
         .where(and(webhookInScope(c.var.principal, params.id), eq(webhook.status, "listening")))
         .returning({ id: webhook.id });
-      if (deleted.length === 0) throw notFound("listen session");
+      if (rows.length === 0) throw notFound("listen session");
       subscriptions.invalidate();
-      return c.body(null, 204);
+      return c.json(deleted("listen-session", rows[0]!.id));
     },
   );
 }

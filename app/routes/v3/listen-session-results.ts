@@ -39,7 +39,7 @@ export function addListenSessionResults(router: OperationRouter): void {
         body.results,
       );
       if (answer.recorded.length > 0) await transport.sendDeliver([]);
-      return c.json(answer);
+      return c.json({ object: "listen-results" as const, ...answer });
     },
   );
 }

@@ -7,19 +7,31 @@ export const listenSessionIdParams = z.strictObject({
   id: z.string().max(100).describe("The session's id: its ephemeral webhook's (`wh_…`)."),
 });
 
-export const createListenSessionBody = z.strictObject({
-  forwardTo: z
-    .url({ protocol: /^https?$/ })
-    .max(2_048)
-    .describe("Where the CLI POSTs each delivery; only the CLI calls it, so any local address will do."),
-  events: z
-    .array(z.string().min(1))
-    .min(1)
-    .max(200)
-    .default(["*"])
-    .describe('Event types, or `["*"]` for all (the default).'),
-  scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
-});
+export const createListenSessionBody = z
+  .strictObject({
+    forwardTo: z
+      .url({ protocol: /^https?$/ })
+      .max(2_048)
+      .describe("Where the CLI POSTs each delivery; only the CLI calls it, so any local address will do."),
+    events: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(200)
+      .default(["*"])
+      .describe('Event types, or `["*"]` for all (the default).'),
+    scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
+  })
+  .meta({ examples: [{ forwardTo: "http://localhost:3000/webhooks", events: ["payment-debt.created"] }] });
+
+const SESSION_EXAMPLE = {
+  id: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
+  object: "listen-session" as const,
+  forwardTo: "http://localhost:3000/webhooks",
+  events: ["payment-debt.created"],
+  scheme: "hooklane-v1" as const,
+  expires: "2026-03-01T12:10:00.000Z",
+  created: "2026-03-01T12:00:00.000Z",
+};
 
 export const listenSessionSchema = z
   .strictObject({
@@ -31,22 +43,47 @@ export const listenSessionSchema = z
     expires: timestamp.describe("Renewed while the CLI's stream is open; the session is deleted once it passes."),
     created: timestamp,
   })
-  .meta({ id: "ListenSession" });
+  .meta({ id: "ListenSession", examples: [SESSION_EXAMPLE] });
 
 export const listenSessionWithSecretSchema = listenSessionSchema
   .extend({ secret: z.string().describe("`whsec_…`: signs every delivery of the session; shown this once.") })
-  .meta({ id: "ListenSessionWithSecret" });
+  .meta({
+    id: "ListenSessionWithSecret",
+    examples: [{ ...SESSION_EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw7Z4lJVKq6n8=" }],
+  });
 
-export const listenReportsBody = z.strictObject({
-  results: z.array(listenReportSchema).max(100).describe("One per delivery pushed on the stream."),
-});
+export const listenReportsBody = z
+  .strictObject({
+    results: z.array(listenReportSchema).max(100).describe("One per delivery pushed on the stream."),
+  })
+  .meta({
+    examples: [
+      {
+        results: [
+          {
+            dispatch: "wd_0eb182b450ec4854a68dfddfc2a71776",
+            lease: "listen/wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b/5f1c2a9e",
+            attempt: 1,
+            signature: { timestamp: 1772366400, scheme: "hooklane-v1", signatures: 1 },
+            started: "2026-03-01T12:00:01.000Z",
+            durationMs: 12,
+            outcome: { kind: "success", statusCode: 200, responseExcerpt: "ok" },
+          },
+        ],
+      },
+    ],
+  });
 
 export const listenReportsAnswer = z
   .object({
+    object: z.literal("listen-results"),
     recorded: z.array(z.string()).describe("Dispatches whose attempt was recorded."),
     stale: z.array(z.string()).describe("Reports ignored: the attempt was recorded already or its lease is gone."),
   })
-  .meta({ id: "ListenReportsRecorded" });
+  .meta({
+    id: "ListenReportsRecorded",
+    examples: [{ object: "listen-results", recorded: ["wd_0eb182b450ec4854a68dfddfc2a71776"], stale: [] }],
+  });
 
 /** The public shape of a listen session. */
 export function presentListenSession(row: Webhook): z.output<typeof listenSessionSchema> {

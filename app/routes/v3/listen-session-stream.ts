@@ -22,7 +22,18 @@ export function addListenSessionStream(router: OperationRouter): void {
         "Server-sent events: `ready`, then one `delivery` per attempt (the body and the signed headers of each POST to make), `ping`, and `end` when the session is over. Renews the session while open.",
       tag: "Listen sessions",
       params: listenSessionIdParams,
-      responses: { 200: { description: "The event stream.", mediaType: "text/event-stream" } },
+      responses: {
+        200: {
+          description: "The event stream.",
+          mediaType: "text/event-stream",
+          example: [
+            'event: ready\ndata: {"id":"wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b","object":"listen-session",…}\n',
+            'event: delivery\ndata: {"dispatch":"wd_0eb182b450ec4854a68dfddfc2a71776","lease":"listen/wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b/5f1c2a9e","attempt":1,"event":{"id":"evt_…","type":"payment-debt.created"},"payload":"{…}","requests":[{…}],"signature":{…}}\n',
+            "event: ping\ndata: \n",
+            "event: end\ndata: the session is over\n",
+          ].join("\n"),
+        },
+      },
     },
     async (c, { params }) => {
       const { config, mailer, secrets, subscriptions } = c.var.hooklane;

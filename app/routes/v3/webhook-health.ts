@@ -46,7 +46,30 @@ export const webhookHealthSchema = z
       })
       .describe("The endpoint's circuit breaker."),
   })
-  .meta({ id: "WebhookHealth" });
+  .meta({
+    id: "WebhookHealth",
+    examples: [
+      {
+        object: "webhook-health",
+        webhook: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
+        verdict: "degraded",
+        since: "2026-02-28T12:00:00.000Z",
+        attempts: 410,
+        succeeded: 380,
+        successRate: 0.9268,
+        latencyMs: { p50: 84, p95: 412 },
+        failuresInARow: 1,
+        lastAttempt: "2026-03-01T11:59:40.000Z",
+        lastSuccess: "2026-03-01T11:58:10.000Z",
+        lastFailure: "2026-03-01T11:59:40.000Z",
+        lastError: "status: the subscriber answered 503",
+        lastStatusCode: 503,
+        backlog: { pending: 0, error: 1, inFlight: 0 },
+        nextAttempt: "2026-03-01T12:04:40.000Z",
+        breaker: { state: "closed", failures: 0, openUntil: null },
+      },
+    ],
+  });
 
 const iso = (date: Date | null) => date?.toISOString() ?? null;
 

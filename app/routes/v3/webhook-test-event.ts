@@ -10,14 +10,16 @@ import { dispatchSchema, presentDispatch } from "./dispatch-schemas.ts";
 import { webhookIdParams } from "./webhook-schemas.ts";
 
 // Strict: the event type is fixed, and asking for another one is refused, never ignored.
-const testEventBody = z.strictObject({
-  mode: z
-    .enum(["normal", ...TEST_MODES])
-    .default("normal")
-    .describe(
-      `\`normal\`; \`duplicate\`: the same event (id and body) POSTed twice; \`late\`: signed with a timestamp ${LATE_TEST_EVENT_SECONDS} s old, beyond the 300 s tolerance; \`bad-signature\`: signed with a secret that is not the webhook's. Test events only.`,
-    ),
-});
+const testEventBody = z
+  .strictObject({
+    mode: z
+      .enum(["normal", ...TEST_MODES])
+      .default("normal")
+      .describe(
+        `\`normal\`; \`duplicate\`: the same event (id and body) POSTed twice; \`late\`: signed with a timestamp ${LATE_TEST_EVENT_SECONDS} s old, beyond the 300 s tolerance; \`bad-signature\`: signed with a secret that is not the webhook's. Test events only.`,
+      ),
+  })
+  .meta({ examples: [{ mode: "duplicate" }] });
 
 /**
  * `POST /v3/webhooks/:id/test`: a `webhook.test` event for this webhook only,
