@@ -89,6 +89,12 @@ function schemaBlock(schema: unknown) {
 }
 
 const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** Prose from the document: its `code` spans set as code, everything else as text. */
+function prose(text: string | undefined) {
+  // split() on a capture group alternates text and the spans' insides.
+  return (text ?? "").split(/`([^`]+)`/).map((part, i) => (i % 2 ? html`<code>${part}</code>` : part));
+}
 const shellQuote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
 
 /** The operation as a curl command, with its example body. */
@@ -122,7 +128,7 @@ function operationBlock(path: string, method: string, operation: Json) {
   const body = operation.requestBody?.content?.["application/json"]?.schema;
   return html`<section class="op" id="${operation.operationId}">
     <h3><span class="method ${method}">${method.toUpperCase()}</span> <code>${path}</code></h3>
-    <p><strong>${operation.summary}</strong>${operation.description ? html` — ${operation.description}` : ""}</p>
+    <p><strong>${operation.summary}</strong>${operation.description ? html` — ${prose(operation.description)}` : ""}</p>
     ${
       parameters.length
         ? html`<table>
@@ -140,7 +146,7 @@ function operationBlock(path: string, method: string, operation: Json) {
                   <td>${p.in}</td>
                   <td>${p.required ? "yes" : "no"}</td>
                   <td><code>${JSON.stringify(p.schema)}</code></td>
-                  <td>${p.description ?? ""}</td>
+                  <td>${prose(p.description)}</td>
                 </tr>`,
             )}
           </table>`
@@ -163,7 +169,7 @@ function operationBlock(path: string, method: string, operation: Json) {
         const [type, media] = Object.entries((response.content ?? {}) as Json)[0] ?? [];
         return html`<li>
           <code>${status}</code>
-          ${response.description}${type ? html` <em>${type}</em>` : ""}${
+          ${prose(response.description)}${type ? html` <em>${type}</em>` : ""}${
             media
               ? html`<details>
                   <summary>Schema</summary>
@@ -183,7 +189,7 @@ function eventBlock(type: string, entry: Json) {
   const content = operation.requestBody.content["application/json"];
   return html`<section class="op" id="event-${type}">
     <h3><span class="method event">EVENT</span> <code>${type}</code>${operation.deprecated ? " (deprecated)" : ""}</h3>
-    <p>${operation.description}</p>
+    <p>${prose(operation.description)}</p>
     <h4>Payload schema</h4>
     ${schemaBlock(content.schema)}
     <h4>Example payload</h4>
@@ -210,7 +216,7 @@ function errorTypes() {
             <td>${kind.status}</td>
             <td><code>${kind.code}</code></td>
             <td><code>${kind.type}</code></td>
-            <td>${kind.description}</td>
+            <td>${prose(kind.description)}</td>
           </tr>`,
       )}
     </table>`;
@@ -237,7 +243,7 @@ export function renderApiReference(document: Json) {
       </head>
       <body>
         <h1>${document.info.title} <small>${document.info.version}</small></h1>
-        <p>${document.info.description}</p>
+        <p>${prose(document.info.description)}</p>
         <p>
           Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${document.openapi}). Errors are
           <code>application/problem+json</code>.
