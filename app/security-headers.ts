@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { secureHeaders } from "hono/secure-headers";
-import { CONSOLE_STYLE } from "./console/console-layout.ts";
+import { CONSOLE_STYLE } from "./console/console-style.ts";
 import { REFERENCE_STYLE } from "./routes/api-reference-page.ts";
 
 const headers = secureHeaders({

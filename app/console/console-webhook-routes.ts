@@ -2,15 +2,8 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
-import {
-  deletePage,
-  secretPage,
-  webhookFormPage,
-  webhookPage,
-  webhooksPage,
-  type EventType,
-  type LogFilters,
-} from "./console-webhook-pages.ts";
+import { deletePage, secretPage, webhookFormPage } from "./console-webhook-edit-pages.ts";
+import { webhookPage, webhooksPage, type EventType, type LogFilters } from "./console-webhook-pages.ts";
 
 const PAGE_SIZE = 25;
 const LOG_PAGE_SIZE = 50;
