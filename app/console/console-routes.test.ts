@@ -201,4 +201,25 @@ describe("the console", () => {
     expect((await page("/console")).status).toBe(401);
     for (const [name, value] of signedIn) jar.set(name, value);
   });
+
+  it("pages through every webhook, 25 at a time, each listed once", async () => {
+    for (let i = 0; i < 26; i++) {
+      const made = await harness.call("POST", "/v3/webhooks", {
+        ...OWNER,
+        body: { url: `${receiver.url}/paged-${i}`, events: ["*"] },
+      });
+      expect(made.status).toBe(201);
+    }
+    const all = (await harness.call("GET", "/v3/webhooks?limit=100", OWNER)).body.data.map((w: { id: string }) => w.id);
+    expect(all.length).toBeGreaterThan(26);
+    const seen: string[] = [];
+    let path: string | undefined = "/console";
+    for (let pages = 0; path && pages < 10; pages++) {
+      const list = await page(path);
+      expect(list.status).toBe(200);
+      seen.push(...[...list.html.matchAll(/<a href="\/console\/webhooks\/(wh_[a-f0-9]+)">/g)].map((m) => m[1]!));
+      path = /<a href="(\/console\?cursor=[^"]+)">More webhooks/.exec(list.html)?.[1]?.replaceAll("&amp;", "&");
+    }
+    expect(seen.sort()).toEqual([...all].sort());
+  });
 });
