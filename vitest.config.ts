@@ -14,6 +14,7 @@ export default defineConfig({
             "scripts/**/*.test.ts",
             "docs/**/*.test.ts",
             "test/e2e/**/*.test.ts",
+            "test/browser/**/*.test.ts",
           ],
           // Generous: an embedded database takes seconds to start on a busy 2-core machine.
           testTimeout: 60_000,

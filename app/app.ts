@@ -6,6 +6,7 @@ import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
 import { requireAuth } from "../lib/auth/auth-middleware.ts";
+import { consolePrincipalBindings } from "../lib/auth/console-principal.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
@@ -49,7 +50,9 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   app.route("/", apiReferenceRoutes(v3.operations));
   app.route(
     "/",
-    consoleRoutes(async (path, init) => app.request(path, init)),
+    consoleRoutes(async (path, init, principal) =>
+      app.request(path, init, principal ? consolePrincipalBindings(principal) : undefined),
+    ),
   );
   app.notFound((c) => problem(c, new ApiError(404, "Not Found", `No route for ${c.req.method} ${c.req.path}.`)));
   app.onError((error, c) => problem(c, error));

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
+import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { secureHeaders } from "hono/secure-headers";
-import { CONSOLE_STYLE } from "./console/console-pages.ts";
+import { CONSOLE_STYLE } from "./console/console-style.ts";
 import { REFERENCE_STYLE } from "./routes/api-reference-page.ts";
 
 const headers = secureHeaders({
@@ -23,7 +24,17 @@ const headers = secureHeaders({
  * `Cache-Control: no-store` unless a route chose otherwise: answers carry
  * tenants' data and the console's pages carry its forms' tokens.
  */
-export const securityHeaders = createMiddleware(async (c, next) => {
+export const securityHeaders = createMiddleware<HooklaneEnv>(async (c, next) => {
   await headers(c, next);
+  // A portal session's pages may be framed by the origins the session names, and only by them.
+  const ancestors = c.get("frameAncestors");
+  if (ancestors?.length) {
+    const policy = c.res.headers.get("content-security-policy") ?? "";
+    c.res.headers.set(
+      "content-security-policy",
+      policy.replace("frame-ancestors 'none'", `frame-ancestors ${ancestors.join(" ")}`),
+    );
+    c.res.headers.delete("x-frame-options");
+  }
   if (!c.res.headers.has("cache-control")) c.res.headers.set("cache-control", "no-store");
 });

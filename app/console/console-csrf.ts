@@ -27,12 +27,20 @@ function formKey(c: Context<HooklaneEnv>): Buffer {
 const sign = (c: Context<HooklaneEnv>, nonce: string) =>
   createHmac("sha256", formKey(c)).update(nonce).digest("base64url");
 
+/** The portal session token in the path, for a portal's pages. */
+export const PORTAL_PATH = /^\/console\/portal\/([A-Za-z0-9_.-]+)(?:\/|$)/;
+
 /**
  * The form token for this browser: a random nonce in an HttpOnly, SameSite=Strict
  * cookie (set now when the browser has none), signed with the server's form key.
- * Another site can neither read the cookie nor sign a nonce of its own.
+ * Another site can neither read the cookie nor sign a nonce of its own. A
+ * portal's pages, which another site frames (where SameSite cookies are not
+ * sent), sign their session's token instead: it is in no page but the
+ * session's own, and in no Referer (`no-referrer`).
  */
 export function formToken(c: Context<HooklaneEnv>): string {
+  const portal = PORTAL_PATH.exec(c.req.path)?.[1];
+  if (portal) return sign(c, `portal:${portal}`);
   let nonce = getCookie(c, NONCE_COOKIE);
   if (!nonce || !NONCE.test(nonce)) {
     nonce = randomBytes(16).toString("base64url");
@@ -47,9 +55,10 @@ export function formToken(c: Context<HooklaneEnv>): string {
 }
 
 function validToken(c: Context<HooklaneEnv>, sent: unknown): boolean {
+  const portal = PORTAL_PATH.exec(c.req.path)?.[1];
   const nonce = getCookie(c, NONCE_COOKIE);
-  if (!nonce || !NONCE.test(nonce) || typeof sent !== "string") return false;
-  const expected = Buffer.from(sign(c, nonce));
+  if (typeof sent !== "string" || (!portal && (!nonce || !NONCE.test(nonce)))) return false;
+  const expected = Buffer.from(sign(c, portal ? `portal:${portal}` : nonce!));
   const given = Buffer.from(sent);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
@@ -66,11 +75,10 @@ export const consoleCsrf = createMiddleware<HooklaneEnv>(async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD") return next();
   const refuse = () =>
     c.html(
-      problemPage(
-        "Forbidden",
-        "This form is stale or came from another site. Reload the page and try again.",
-        formToken(c),
-      ),
+      problemPage("Forbidden", "This form is stale or came from another site. Reload the page and try again.", {
+        csrf: formToken(c),
+        base: PORTAL_PATH.exec(c.req.path)?.[0].replace(/\/$/, "") ?? "/console",
+      }),
       403,
     );
   try {

@@ -103,11 +103,15 @@ describe("the console", () => {
     const log = await page(`/console/webhooks/${hook.body.id}`);
     const row = log.html.slice(log.html.indexOf(test.body.event.id));
     expect(row).toMatch(/class="status-exhausted">\s*exhausted/);
-    expect(row).toMatch(/<td>6<\/td>\s*<td>500<\/td>\s*<td>—<\/td>/);
+    expect(row).toMatch(
+      />\s*6\s*<\/td>\s*<td data-label="Last answer">500<\/td>\s*<td data-label="Next attempt">—<\/td>/,
+    );
     expect(row).toContain(`action="/console/dispatches/${test.body.id}/retry"`);
 
     answers.set("/failing", 200);
-    const retried = await post(`/console/dispatches/${test.body.id}/retry`, { webhook: hook.body.id });
+    const retried = await post(`/console/dispatches/${test.body.id}/retry`, {
+      back: `webhooks/${hook.body.id}`,
+    });
     expect(retried.status).toBe(303);
     expect(retried.headers.get("location")).toMatch(new RegExp(`^/console/webhooks/${hook.body.id}\\?notice=`));
     await eventually(
@@ -118,8 +122,8 @@ describe("the console", () => {
     const recover = await post(`/console/webhooks/${hook.body.id}/recover`, { hours: "24" });
     expect(recover.status).toBe(303);
     const location = recover.headers.get("location")!;
-    expect(location).toMatch(/\?recovery=whr_/);
-    expect((await page(location)).html).toMatch(/Recovery <code>whr_[a-f0-9]+<\/code>/);
+    expect(location).toMatch(new RegExp(`^/console/webhooks/${hook.body.id}/recoveries/whr_`));
+    expect((await page(location)).html).toMatch(/id="recovery-state"/);
   });
 
   it("shows what owners were told: digests with types and counts, disables, and each e-mail's state", async () => {
@@ -170,7 +174,7 @@ describe("the console", () => {
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "attacker", account: "acc_someone_else" });
 
     const forms: Array<[string, Record<string, string>]> = [
-      [`/console/dispatches/${test.body.id}/retry`, { webhook: hook.body.id }],
+      [`/console/dispatches/${test.body.id}/retry`, { back: `webhooks/${hook.body.id}` }],
       [`/console/webhooks/${hook.body.id}/recover`, { hours: "24" }],
       ["/console/login", { token }],
       ["/console/logout", {}],
@@ -221,5 +225,26 @@ describe("the console", () => {
     expect(jar.has("hooklane_console")).toBe(false);
     expect((await page("/console")).status).toBe(401);
     for (const [name, value] of signedIn) jar.set(name, value);
+  });
+
+  it("pages through every webhook, 25 at a time, each listed once", async () => {
+    for (let i = 0; i < 26; i++) {
+      const made = await harness.call("POST", "/v3/webhooks", {
+        ...OWNER,
+        body: { url: `${receiver.url}/paged-${i}`, events: ["*"] },
+      });
+      expect(made.status).toBe(201);
+    }
+    const all = (await harness.call("GET", "/v3/webhooks?limit=100", OWNER)).body.data.map((w: { id: string }) => w.id);
+    expect(all.length).toBeGreaterThan(26);
+    const seen: string[] = [];
+    let path: string | undefined = "/console";
+    for (let pages = 0; path && pages < 10; pages++) {
+      const list = await page(path);
+      expect(list.status).toBe(200);
+      seen.push(...[...list.html.matchAll(/<a href="\/console\/webhooks\/(wh_[a-f0-9]+)">/g)].map((m) => m[1]!));
+      path = /<a href="(\/console\?cursor=[^"]+)">More webhooks/.exec(list.html)?.[1]?.replaceAll("&amp;", "&");
+    }
+    expect(seen.sort()).toEqual([...all].sort());
   });
 });

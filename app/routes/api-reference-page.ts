@@ -1,5 +1,7 @@
 import { html } from "hono/html";
+import { ERROR_TYPES } from "../../lib/api/error-types.ts";
 import { inlineStyle } from "../inline-style.ts";
+import { verifySignatureGuide } from "./verify-signature-guide.ts";
 
 /** The reference page's one stylesheet, inline; the CSP allows exactly this text by its hash. */
 export const REFERENCE_STYLE = inlineStyle(`
@@ -21,7 +23,8 @@ pre {
 pre {
   background: #f5f5f5;
   padding: 0.6rem;
-  overflow-x: auto;
+  white-space: pre-wrap;
+  overflow-wrap: anywhere;
 }
 table {
   border-collapse: collapse;
@@ -49,13 +52,28 @@ th {
   background: #2f6f9f;
 }
 .post {
-  background: #2f8f4f;
+  background: #1e6b37;
 }
 .patch {
-  background: #9f7f2f;
+  background: #77580f;
 }
 .delete {
   background: #9f2f2f;
+}
+.event {
+  background: #5f3f8f;
+}
+summary {
+  cursor: pointer;
+}
+@media (max-width: 640px) {
+  table,
+  tbody,
+  tr,
+  td,
+  th {
+    display: block;
+  }
 }
 `);
 
@@ -70,12 +88,47 @@ function schemaBlock(schema: unknown) {
   return html`<pre>${parts.map((part, i) => (i % 2 ? html`<a href="#schema-${part}">"${part}"</a>` : part))}</pre>`;
 }
 
+const json = (value: unknown) => JSON.stringify(value, null, 2);
+
+/** Prose from the document: its `code` spans set as code, everything else as text. */
+function prose(text: string | undefined) {
+  // split() on a capture group alternates text and the spans' insides.
+  return (text ?? "").split(/`([^`]+)`/).map((part, i) => (i % 2 ? html`<code>${part}</code>` : part));
+}
+const shellQuote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
+
+/** The operation as a curl command, with its example body. */
+function curlExample(path: string, method: string, operation: Json): string {
+  const example = operation.requestBody?.content?.["application/json"]?.example;
+  const lines = [
+    `curl -X ${method.toUpperCase()} "$HOOKLANE_URL${path.replace(/\{([A-Za-z0-9_]+)\}/g, "<$1>")}"`,
+    `  -H "Authorization: Bearer $HOOKLANE_TOKEN"`,
+    ...(example === undefined
+      ? []
+      : [`  -H "Content-Type: application/json"`, `  -d ${shellQuote(JSON.stringify(example))}`]),
+  ];
+  return lines.join(" \\\n");
+}
+
+/** The first successful answer and its example. */
+function responseExample(operation: Json) {
+  const [status, response] = Object.entries(operation.responses as Json).find(([code]) => code.startsWith("2")) ?? [];
+  if (!status) return "";
+  const media = response.content?.["application/json"] ?? response.content?.["text/event-stream"];
+  const example = response.content?.["application/json"]?.example;
+  return html`<h4>Example response</h4>
+    <pre class="example-response">
+HTTP ${status}${media ? "" : " (no body)"}${example === undefined ? "" : `\n\n${json(example)}`}${
+        response.content?.["text/event-stream"] ? "\n\n(a text/event-stream of deliveries)" : ""
+      }</pre>`;
+}
+
 function operationBlock(path: string, method: string, operation: Json) {
   const parameters: Json[] = operation.parameters ?? [];
   const body = operation.requestBody?.content?.["application/json"]?.schema;
   return html`<section class="op" id="${operation.operationId}">
     <h3><span class="method ${method}">${method.toUpperCase()}</span> <code>${path}</code></h3>
-    <p><strong>${operation.summary}</strong>${operation.description ? html` — ${operation.description}` : ""}</p>
+    <p><strong>${operation.summary}</strong>${operation.description ? html` — ${prose(operation.description)}` : ""}</p>
     ${
       parameters.length
         ? html`<table>
@@ -93,16 +146,21 @@ function operationBlock(path: string, method: string, operation: Json) {
                   <td>${p.in}</td>
                   <td>${p.required ? "yes" : "no"}</td>
                   <td><code>${JSON.stringify(p.schema)}</code></td>
-                  <td>${p.description ?? ""}</td>
+                  <td>${prose(p.description)}</td>
                 </tr>`,
             )}
           </table>`
         : ""
     }
+    <h4>Example request</h4>
+    <pre class="example-request">${curlExample(path, method, operation)}</pre>
+    ${responseExample(operation)}
     ${
       body
-        ? html`<h4>Request body (application/json)</h4>
-            ${schemaBlock(body)}`
+        ? html`<details>
+            <summary>Request body schema (application/json)</summary>
+            ${schemaBlock(body)}
+          </details>`
         : ""
     }
     <h4>Responses</h4>
@@ -111,11 +169,57 @@ function operationBlock(path: string, method: string, operation: Json) {
         const [type, media] = Object.entries((response.content ?? {}) as Json)[0] ?? [];
         return html`<li>
           <code>${status}</code>
-          ${response.description}${type ? html` <em>${type}</em>` : ""}${media ? schemaBlock(media.schema) : ""}
+          ${prose(response.description)}${type ? html` <em>${type}</em>` : ""}${
+            media
+              ? html`<details>
+                  <summary>Schema</summary>
+                  ${schemaBlock(media.schema)}
+                </details>`
+              : ""
+          }
         </li>`;
       })}
     </ul>
   </section>`;
+}
+
+/** One event type (an OpenAPI `webhooks` entry): what is POSTed, its payload schema and example. */
+function eventBlock(type: string, entry: Json) {
+  const operation = entry.post;
+  const content = operation.requestBody.content["application/json"];
+  return html`<section class="op" id="event-${type}">
+    <h3><span class="method event">EVENT</span> <code>${type}</code>${operation.deprecated ? " (deprecated)" : ""}</h3>
+    <p>${prose(operation.description)}</p>
+    <h4>Payload schema</h4>
+    ${schemaBlock(content.schema)}
+    <h4>Example payload</h4>
+    <pre class="example-payload">${json(content.example)}</pre>
+  </section>`;
+}
+
+function errorTypes() {
+  return html`<h2 id="errors">Errors</h2>
+    <p>
+      Every error is <code>application/problem+json</code> (RFC 9457): branch on <code>type</code> or <code>code</code>,
+      never on <code>title</code> or <code>detail</code>, which are for people.
+    </p>
+    <table>
+      <tr>
+        <th>status</th>
+        <th>code</th>
+        <th>type</th>
+        <th>when</th>
+      </tr>
+      ${ERROR_TYPES.map(
+        (kind) =>
+          html`<tr id="error-${kind.code}">
+            <td>${kind.status}</td>
+            <td><code>${kind.code}</code></td>
+            <td><code>${kind.type}</code></td>
+            <td>${prose(kind.description)}</td>
+          </tr>`,
+      )}
+    </table>`;
 }
 
 /** The OpenAPI document as a self-contained reference page: no scripts, nothing fetched. */
@@ -128,16 +232,18 @@ export function renderApiReference(document: Json) {
     }
   }
   const schemas = Object.entries((document.components?.schemas ?? {}) as Json);
+  const events = Object.entries((document.webhooks ?? {}) as Json);
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>${document.info.title} — API reference</title>
         ${REFERENCE_STYLE.element}
       </head>
       <body>
         <h1>${document.info.title} <small>${document.info.version}</small></h1>
-        <p>${document.info.description}</p>
+        <p>${prose(document.info.description)}</p>
         <p>
           Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${document.openapi}). Errors are
           <code>application/problem+json</code>.
@@ -145,6 +251,9 @@ export function renderApiReference(document: Json) {
         <nav>
           <ul>
             ${[...byTag.keys()].map((tag) => html`<li><a href="#tag-${tag}">${tag}</a></li>`)}
+            <li><a href="#events">Events</a></li>
+            <li><a href="#errors">Errors</a></li>
+            <li><a href="#verify-a-signature">Verify a signature</a></li>
             <li><a href="#schemas">Schemas</a></li>
           </ul>
         </nav>
@@ -153,6 +262,12 @@ export function renderApiReference(document: Json) {
             html`<h2 id="tag-${tag}">${tag}</h2>
               ${blocks}`,
         )}
+        <h2 id="events">Events</h2>
+        <p>
+          What the API POSTs to your endpoints (OpenAPI <code>webhooks</code>), one entry per event type of the
+          catalogue. Bodies are thin: fetch the resource by <code>data.id</code> for its current state.
+        </p>
+        ${events.map(([type, entry]) => eventBlock(type, entry))} ${errorTypes()} ${verifySignatureGuide()}
         <h2 id="schemas">Schemas</h2>
         ${schemas.map(
           ([name, schema]) =>

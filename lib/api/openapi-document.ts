@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ERROR_TYPES } from "./error-types.ts";
+import { exampleOf } from "./openapi-examples.ts";
 import type { OperationSpec } from "./operation.ts";
 
 /** The one error shape (RFC 9457), as documented: `type` and `code` name the kind, one per status. */
@@ -56,13 +57,31 @@ function implicitResponses(spec: OperationSpec): Record<number, string> {
   return answers;
 }
 
+/** Gives every JSON request body and answer of `paths` an example, where its operation wrote none. */
+function addExamples(paths: Record<string, Record<string, any>>, components: Record<string, JsonSchema>): void {
+  for (const operations of Object.values(paths)) {
+    for (const operation of Object.values(operations)) {
+      const media = [
+        operation.requestBody?.content?.["application/json"],
+        ...Object.values(operation.responses as Record<string, any>).map((r) => r.content?.["application/json"]),
+      ];
+      for (const content of media) {
+        if (content && content.example === undefined) content.example = exampleOf(content.schema, components);
+      }
+    }
+  }
+}
+
 /**
- * Builds an OpenAPI 3.1 document from described operations. Schemas that
- * carry a zod `meta({ id })` become shared components; the rest are inlined.
+ * Builds an OpenAPI 3.1 document from described operations, with an example
+ * for every JSON body and answer. Schemas that carry a zod `meta({ id })`
+ * become shared components; the rest are inlined. `webhooks` are the requests
+ * the API makes (the event catalogue).
  */
 export function openApiDocument(
   operations: readonly OperationSpec[],
   info: { title: string; version: string; description: string },
+  webhooks: Record<string, unknown> = {},
 ): Record<string, unknown> {
   const components: Record<string, JsonSchema> = {};
 
@@ -73,6 +92,9 @@ export function openApiDocument(
       // The format says it; zod's regex spelling of an ISO timestamp only clutters the reference.
       override: ({ jsonSchema }) => {
         if (jsonSchema.format === "date-time") delete jsonSchema.pattern;
+        // zod bounds every integer to the safe range; said on every field it is noise, not a rule.
+        if (jsonSchema.minimum === Number.MIN_SAFE_INTEGER) delete jsonSchema.minimum;
+        if (jsonSchema.maximum === Number.MAX_SAFE_INTEGER) delete jsonSchema.maximum;
       },
     }) as JsonSchema;
     const {
@@ -141,11 +163,13 @@ export function openApiDocument(
     };
   }
 
+  addExamples(paths, components);
   return {
     openapi: "3.1.0",
     info,
     security: [{ bearer: [] }],
     paths,
+    webhooks,
     components: {
       schemas: components,
       securitySchemes: {

@@ -114,6 +114,10 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   }),
   "POST /v3/webhooks/:id/rotate-secret": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/rotate-secret` }),
   "POST /v3/webhooks/:id/test": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/test` }),
+  "POST /v3/portal-sessions": () => ({
+    path: "/v3/portal-sessions",
+    body: { frameAncestors: ["https://app.example.com"] },
+  }),
   "GET /v3/webhooks/:id/dispatches": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/dispatches` }),
   "GET /v3/webhook-dispatches/:id": (_, f) => ({ path: `/v3/webhook-dispatches/${f.dispatch}` }),
   "POST /v3/webhook-dispatches/:id/retry": async (h, f) => {

@@ -10,6 +10,7 @@ import {
   type WebhookDispatch,
   type WebhookRecovery,
 } from "../../../lib/db/schema.ts";
+import { attemptRequestHeaders } from "../../../lib/webhook/outbound/webhook-request-headers.ts";
 import { idParams } from "./resource-fields.ts";
 
 export const dispatchIdParams = idParams("The dispatch's id (`wd_…`).");
@@ -82,6 +83,13 @@ const ATTEMPT_EXAMPLE = {
   errorMessage: "HTTP 503",
   responseExcerpt: "Service Unavailable",
   signature: { timestamp: 1796117400, scheme: "hooklane-v1", signatures: 1 },
+  requestHeaders: {
+    "content-type": "application/json",
+    "user-agent": "Hooklane-Webhooks/0.1.0",
+    "Hooklane-Event-Id": "evt_W_JxWQ3xHey2WjMbI10U",
+    "Hooklane-Attempt": "1",
+    "Hooklane-Signature": "t=1796117400,v1=[redacted]",
+  },
   nextAttempt: "2026-12-01T09:30:05.000Z",
 };
 
@@ -104,6 +112,9 @@ export const attemptSchema = z
         mode: z.enum(TEST_MODES).optional().describe("A test event's test mode, when it was sent in one."),
       })
       .describe("What was signed, never with what."),
+    requestHeaders: z
+      .record(z.string(), z.string())
+      .describe("The headers the attempt was sent with; every signature value reads `[redacted]`."),
     nextAttempt: timestamp.nullable(),
   })
   .meta({ id: "WebhookAttempt", examples: [ATTEMPT_EXAMPLE] });
@@ -180,15 +191,16 @@ export function presentDispatch(row: WebhookDispatch): z.output<typeof dispatchS
 export function presentDispatchDetail(
   row: WebhookDispatch,
   attempts: readonly WebhookAttempt[],
+  brand: string,
 ): z.output<typeof dispatchDetailSchema> {
   return {
     ...presentDispatch(row),
     payload: JSON.parse(row.payload) as z.output<typeof eventBodySchema>,
-    attempts: attempts.map(presentAttempt),
+    attempts: attempts.map((attempt) => presentAttempt(attempt, row.eventId, brand)),
   };
 }
 
-export function presentAttempt(row: WebhookAttempt): z.output<typeof attemptSchema> {
+function presentAttempt(row: WebhookAttempt, eventId: string, brand: string): z.output<typeof attemptSchema> {
   return {
     run: row.run,
     attempt: row.attempt,
@@ -200,6 +212,7 @@ export function presentAttempt(row: WebhookAttempt): z.output<typeof attemptSche
     errorMessage: row.errorMessage,
     responseExcerpt: row.responseExcerpt,
     signature: row.signature,
+    requestHeaders: attemptRequestHeaders({ brand, eventId, attempt: row.attempt, manifest: row.signature }),
     nextAttempt: isoOrNull(row.nextAttemptAt),
   };
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, gte, lt } from "drizzle-orm";
+import { and, asc, eq, gte, lt, sql } from "drizzle-orm";
 import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
@@ -20,6 +20,9 @@ const logQuery = z.strictObject({
   status: z.enum(DISPATCH_STATUSES).optional().describe("Only dispatches in this status."),
   since: timestampInput.optional().describe("Only events created at or after this time."),
   until: timestampInput.optional().describe("Only events created before this time."),
+  eventType: z.string().min(1).max(200).optional().describe("Only events of this type."),
+  eventId: z.string().min(1).max(200).optional().describe("Only the delivery of this event (`evt_…`)."),
+  resourceId: z.string().min(1).max(200).optional().describe("Only events about this resource (the body's `data.id`)."),
   ...pageQuery,
 });
 
@@ -51,6 +54,10 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
           query.status ? eq(webhookDispatch.status, query.status) : undefined,
           query.since ? gte(webhookDispatch.createdAt, new Date(query.since)) : undefined,
           query.until ? lt(webhookDispatch.createdAt, new Date(query.until)) : undefined,
+          query.eventType ? eq(webhookDispatch.eventType, query.eventType) : undefined,
+          query.eventId ? eq(webhookDispatch.eventId, query.eventId) : undefined,
+          // One webhook's rows only (its created index first), so reading each body stays bounded by that log.
+          query.resourceId ? sql`(${webhookDispatch.payload})::jsonb #>> '{data,id}' = ${query.resourceId}` : undefined,
         ),
         limit: query.limit,
         cursor: query.cursor,
@@ -85,7 +92,7 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
         .from(webhookAttempt)
         .where(eq(webhookAttempt.dispatchId, row.id))
         .orderBy(asc(webhookAttempt.run), asc(webhookAttempt.attempt));
-      return c.json(presentDispatchDetail(row, attempts));
+      return c.json(presentDispatchDetail(row, attempts, c.var.hooklane.config.brand));
     },
   );
 }

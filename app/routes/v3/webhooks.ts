@@ -7,6 +7,7 @@ import { addLaneStatus } from "./lane-status.ts";
 import { addAuditLog } from "./audit-log.ts";
 import { addNotifications } from "./notifications.ts";
 import { addPoisonMessages } from "./poison-messages.ts";
+import { addPortalSessionCreate } from "./portal-session-create.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -36,6 +37,7 @@ export const CONTROL_PLANE_PREFIXES = [
   "/v3/webhook-event-types",
   "/v3/lane",
   "/v3/poison-messages",
+  "/v3/portal-sessions",
 ] as const;
 
 const under = (prefixes: readonly string[]) => (path: string) =>
@@ -72,6 +74,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addAuditLog,
     addNotifications,
     addPoisonMessages,
+    addPortalSessionCreate,
   ]) {
     add(router);
   }

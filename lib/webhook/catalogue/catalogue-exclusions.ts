@@ -19,6 +19,11 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
   { method: "DELETE", route: "/v3/listen-sessions/:id", reason: "control plane: ending a listen session" },
   {
     method: "POST",
+    route: "/v3/portal-sessions",
+    reason: "control plane: opening the webhooks portal for an account (nothing is stored)",
+  },
+  {
+    method: "POST",
     route: "/v3/listen-sessions/:id/results",
     reason: "control plane: recording a listen session's attempts",
   },

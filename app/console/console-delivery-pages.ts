@@ -1,0 +1,173 @@
+import { html } from "hono/html";
+import type { z } from "zod";
+import type { dispatchDetailSchema, dispatchSchema, recoverySchema } from "../routes/v3/dispatch-schemas.ts";
+import type { eventTypeSchema } from "../routes/v3/webhook-event-types.ts";
+import { layout, tokenField, when, type PageContext } from "./console-layout.ts";
+
+type Dispatch = z.output<typeof dispatchSchema>;
+type DispatchDetail = z.output<typeof dispatchDetailSchema>;
+type Recovery = z.output<typeof recoverySchema>;
+
+/** The recovery windows the console offers, in hours back from now. */
+export const RECOVERY_WINDOWS_HOURS = [1, 24, 24 * 7] as const;
+
+/**
+ * The action a dispatch offers, named for what it does: a delivered event is
+ * sent again (Resend), a failed one starts its retries over now (Retry now);
+ * a pending one is already on its way and offers nothing.
+ */
+export function dispatchAction(d: Dispatch, context: PageContext, back: string) {
+  if (d.status === "pending") return "";
+  const { base, csrf } = context;
+  const label = d.status === "success" ? "Resend" : "Retry now";
+  return html`<form class="inline" method="post" action="${base}/dispatches/${d.id}/retry">
+    ${tokenField(csrf)}<input type="hidden" name="back" value="${back}" /><button aria-label="${label} ${d.event.id}">
+      ${label}
+    </button>
+  </form>`;
+}
+
+function headersBlock(headers: Record<string, string>) {
+  return html`<pre>
+${Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}`)
+      .join("\n")}</pre>`;
+}
+
+export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string | undefined; context: PageContext }) {
+  const d = input.dispatch;
+  const base = input.context.base;
+  const body = JSON.stringify(d.payload, null, 2);
+  return layout(
+    `Delivery of ${d.event.type}`,
+    html`<dl class="facts">
+        <dt>Event</dt>
+        <dd><code>${d.event.id}</code></dd>
+        <dt>Webhook</dt>
+        <dd>
+          <a href="${base}/webhooks/${d.webhook}"><code>${d.webhook}</code></a>
+        </dd>
+        <dt>Status</dt>
+        <dd class="status-${d.status}">${d.status}${d.lastError ? html` (${d.lastError})` : ""}</dd>
+        <dt>Run</dt>
+        <dd>${d.run} · ${d.attemptCount} attempts in this run</dd>
+        <dt>Next attempt</dt>
+        <dd>${when(d.nextAttempt)}</dd>
+        <dt>Created</dt>
+        <dd>${when(d.created)}</dd>
+        <dt>Finished</dt>
+        <dd>${when(d.completed)}</dd>
+      </dl>
+      <div class="actions">
+        ${dispatchAction(d, input.context, `dispatches/${d.id}`)}
+        ${
+          d.status === "success"
+            ? html`<small>Resend delivers this event again, as a new run with a fresh signature.</small>`
+            : d.status === "pending"
+              ? html`<small>This delivery is on its way.</small>`
+              : html`<small>Retry now starts the retry schedule over, with a first attempt right away.</small>`
+        }
+      </div>
+      <h2>Body</h2>
+      <p>The same bytes are POSTed on every attempt (shown indented here).</p>
+      <pre aria-label="Request body">${body}</pre>
+      <h2>Attempts</h2>
+      ${d.attempts.length === 0 ? html`<p>No attempt yet.</p>` : ""}
+      ${[...d.attempts].reverse().map(
+        (a) =>
+          html`<section class="attempt" aria-label="Run ${a.run}, attempt ${a.attempt}">
+            <h3>
+              Run ${a.run}, attempt ${a.attempt}:
+              <span class="status-${a.outcome === "success" ? "success" : "error"}">${a.outcome}</span>
+            </h3>
+            <dl class="facts">
+              <dt>Sent</dt>
+              <dd>${when(a.started)}</dd>
+              <dt>Response status</dt>
+              <dd>${a.statusCode ?? "no answer"}</dd>
+              <dt>Duration</dt>
+              <dd>${a.durationMs} ms</dd>
+              <dt>Error class</dt>
+              <dd>${a.errorClass ?? "—"}${a.errorMessage ? html`: ${a.errorMessage}` : ""}</dd>
+              <dt>Next attempt</dt>
+              <dd>${when(a.nextAttempt)}</dd>
+              <dt>Signature</dt>
+              <dd>
+                ${a.signature.scheme}, timestamp ${a.signature.timestamp}, ${a.signature.signatures}
+                signature${a.signature.signatures === 1 ? "" : "s"}${a.signature.mode ? html`, test mode ${a.signature.mode}` : ""}
+              </dd>
+            </dl>
+            <h4>Request headers</h4>
+            ${headersBlock(a.requestHeaders)}
+            <h4>Response excerpt</h4>
+            <pre aria-label="Response excerpt">${a.responseExcerpt ?? "(none)"}</pre>
+          </section>`,
+      )}`,
+    { signedIn: true, ...input.context, notice: input.notice },
+  );
+}
+
+/**
+ * A recovery's progress as the ledger has it. It is finished only when every
+ * delivery it started again has ended (delivered or failed again), not when
+ * the requeueing is done; until then the page reloads itself every 2 s.
+ */
+export function recoveryPage(input: { recovery: Recovery; context: PageContext }) {
+  const r = input.recovery;
+  const base = input.context.base;
+  const inFlight = r.requeued - r.delivered - r.failed;
+  const finished = r.status === "completed" && inFlight === 0;
+  const state =
+    r.status === "pending"
+      ? "Waiting to start"
+      : r.status === "running"
+        ? "Putting deliveries back in the queue"
+        : finished
+          ? "Finished"
+          : "Requeued; deliveries in progress";
+  return layout(
+    "Recovery",
+    html`<p role="status" aria-live="polite">
+        <strong id="recovery-state">${state}.</strong>
+        ${r.total === null ? "Counting the failed deliveries in the window…" : html`Requeued <span id="recovery-requeued">${r.requeued}</span> of <span id="recovery-total">${r.total}</span>;`}
+        delivered <span id="recovery-delivered">${r.delivered}</span>, failed again
+        <span id="recovery-failed">${r.failed}</span>, still in progress
+        <span id="recovery-in-flight">${inFlight}</span>.
+      </p>
+      <dl class="facts">
+        <dt>Window</dt>
+        <dd>${r.since} to ${r.until} (fixed when the recovery started)</dd>
+        <dt>Started</dt>
+        <dd>${when(r.started)}</dd>
+        <dt>Requeueing done</dt>
+        <dd>${when(r.completed)}</dd>
+      </dl>
+      <p>
+        ${finished ? "" : html`This page refreshes every 2 seconds until every delivery has ended. `}
+        <a href="${base}/webhooks/${r.webhook}?status=exhausted">Failed deliveries</a> ·
+        <a href="${base}/webhooks/${r.webhook}">Back to the webhook</a>
+      </p>`,
+    { signedIn: true, ...input.context, ...(finished ? {} : { refreshSeconds: 2 }) },
+  );
+}
+
+export function eventTypesPage(input: { eventTypes: Array<z.output<typeof eventTypeSchema>>; context: PageContext }) {
+  return layout(
+    "Event types",
+    html`<p>Every event a webhook can subscribe to, with the body its endpoint receives.</p>
+      ${input.eventTypes.map(
+        (t) =>
+          html`<section class="attempt" id="${t.id}">
+            <h2>
+              <code>${t.id}</code>${t.deprecated ? html` <small class="status-exhausted">deprecated</small>` : ""}
+            </h2>
+            <p>${t.description}</p>
+            <p>
+              <small>Resource <code>${t.resource}</code> · since ${t.since}</small>
+            </p>
+            <pre aria-label="Example payload of ${t.id}">${JSON.stringify(t.example, null, 2)}</pre>
+          </section>`,
+      )}`,
+    { signedIn: true, ...input.context },
+  );
+}

@@ -1,0 +1,100 @@
+import { html } from "hono/html";
+import { layout, tokenField, type PageContext } from "./console-layout.ts";
+import type { EventType, Webhook } from "./console-webhook-pages.ts";
+
+/** Create or edit: the same form, filled in when editing. */
+export function webhookFormPage(input: {
+  webhook?: Webhook;
+  eventTypes: EventType[];
+  error?: string | undefined;
+  context: PageContext;
+}) {
+  const w = input.webhook;
+  const chosen = new Set(w?.events ?? []);
+  const base = input.context.base;
+  const action = w ? `${base}/webhooks/${w.id}/edit` : `${base}/webhooks`;
+  return layout(
+    w ? "Edit webhook" : "New webhook",
+    html`${input.error ? html`<p class="warning" role="alert">${input.error}</p>` : ""}
+      <form method="post" action="${action}">
+        ${tokenField(input.context.csrf)}
+        <div class="field">
+          <label for="url">Endpoint URL</label>
+          <input
+            id="url"
+            name="url"
+            type="url"
+            required
+            value="${w?.url ?? ""}"
+            placeholder="https://example.com/hooks"
+          />
+        </div>
+        <div class="field">
+          <label for="description">Description</label>
+          <input id="description" name="description" type="text" maxlength="500" value="${w?.description ?? ""}" />
+        </div>
+        <fieldset>
+          <legend>Events to send</legend>
+          <label
+            ><input type="checkbox" name="events" value="*" ${chosen.has("*") ? "checked" : ""} /> All events
+            (<code>*</code>)</label
+          >
+          ${input.eventTypes.map(
+            (t) =>
+              html`<br /><label
+                  ><input type="checkbox" name="events" value="${t.id}" ${chosen.has(t.id) ? "checked" : ""} />
+                  <code>${t.id}</code></label
+                >`,
+          )}
+        </fieldset>
+        ${
+          w
+            ? ""
+            : html`<div class="field">
+                <label for="scheme">Signature scheme</label>
+                <select id="scheme" name="scheme">
+                  <option value="hooklane-v1">hooklane-v1 (Stripe-compatible)</option>
+                  <option value="standard-webhooks">Standard Webhooks</option>
+                </select>
+              </div>`
+        }
+        <p><button>${w ? "Save changes" : "Create webhook"}</button></p>
+      </form>`,
+    { signedIn: true, ...input.context },
+  );
+}
+
+/** The one time a secret is shown: after creating a webhook, or rotating its secret. */
+export function secretPage(input: { webhook: Webhook; secret: string; rotated: boolean; context: PageContext }) {
+  const { webhook: w, secret, rotated } = input;
+  const base = input.context.base;
+  return layout(
+    rotated ? "Secret rotated" : "Webhook created",
+    html`<p class="warning" role="alert">
+        Copy this signing secret now: it is shown only this once, and only its encrypted form is kept.
+        ${rotated ? "The previous secret keeps signing alongside it for its grace period." : ""}
+      </p>
+      <p><label for="secret">Signing secret</label></p>
+      <p><code class="secret" id="secret">${secret}</code></p>
+      <p><a href="${base}/webhooks/${w.id}">Continue to the webhook</a></p>`,
+    { signedIn: true, ...input.context },
+  );
+}
+
+export function deletePage(input: { webhook: Webhook; context: PageContext }) {
+  const w = input.webhook;
+  const base = input.context.base;
+  return layout(
+    "Delete webhook",
+    html`<p>
+        Delete <code>${w.url}</code> (<code>${w.id}</code>)? Nothing more is sent to it, and its delivery log is deleted
+        with it. This cannot be undone.
+      </p>
+      <form method="post" action="${base}/webhooks/${w.id}/delete">
+        ${tokenField(input.context.csrf)}
+        <button class="danger">Delete this webhook</button>
+        <a href="${base}/webhooks/${w.id}">Cancel</a>
+      </form>`,
+    { signedIn: true, ...input.context },
+  );
+}

@@ -1,0 +1,255 @@
+import { html } from "hono/html";
+import type { z } from "zod";
+import type { dispatchSchema } from "../routes/v3/dispatch-schemas.ts";
+import type { eventTypeSchema } from "../routes/v3/webhook-event-types.ts";
+import type { webhookHealthSchema } from "../routes/v3/webhook-health.ts";
+import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
+import { layout, tokenField, when, type PageContext } from "./console-layout.ts";
+import { dispatchAction, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
+
+export type Webhook = z.output<typeof webhookSchema>;
+export type Health = z.input<typeof webhookHealthSchema>;
+export type EventType = z.output<typeof eventTypeSchema>;
+type Dispatch = z.output<typeof dispatchSchema>;
+
+/** The delivery log's filters, as the console's query string carries them. */
+export interface LogFilters {
+  status?: string | undefined;
+  eventType?: string | undefined;
+  since?: string | undefined;
+  until?: string | undefined;
+  /** An event id (`evt_…`) or a resource id. */
+  q?: string | undefined;
+}
+
+const pct = (rate: number | null) => (rate === null ? "—" : `${Math.round(rate * 1000) / 10} %`);
+
+/** One word for how the endpoint is doing, from the lane's rollups: never a green `active` over failures. */
+function verdict(health: Health | undefined) {
+  if (!health) return html`<span>unknown</span>`;
+  return html`<span class="verdict-${health.verdict}">${health.verdict}</span>`;
+}
+
+export function webhooksPage(input: {
+  webhooks: Array<{ webhook: Webhook; health: Health | undefined }>;
+  nextCursor: string | null;
+  cursor: string | undefined;
+  notice?: string | undefined;
+  context: PageContext;
+}) {
+  const { webhooks, nextCursor, cursor } = input;
+  const base = input.context.base;
+  return layout(
+    "Webhooks",
+    html`<div class="actions"><a href="${base}/webhooks/new">New webhook</a></div>
+      ${
+        webhooks.length === 0
+          ? html`<p>No webhooks yet. <a href="${base}/webhooks/new">Create one</a> to start receiving events.</p>`
+          : html`<table>
+              <tr class="head">
+                <th scope="col">Webhook</th>
+                <th scope="col">Status</th>
+                <th scope="col">Health (24 h)</th>
+                <th scope="col">Events</th>
+              </tr>
+              ${webhooks.map(
+                ({ webhook: w, health }) =>
+                  html`<tr>
+                    <td data-label="Webhook">
+                      <a href="${base}/webhooks/${w.id}"><code>${w.url}</code></a
+                      ><br /><small><code>${w.id}</code>${w.description ? html` · ${w.description}` : ""}</small>
+                    </td>
+                    <td data-label="Status" class="status-${w.status}">
+                      ${w.status}${w.disabledReason ? html`<br /><small>${w.disabledReason}</small>` : ""}
+                    </td>
+                    <td data-label="Health">
+                      ${verdict(health)}${
+                        health && health.attempts > 0
+                          ? html`<br /><small>${pct(health.successRate)} of ${health.attempts} attempts</small>`
+                          : ""
+                      }
+                    </td>
+                    <td data-label="Events">${w.events.join(", ")}</td>
+                  </tr>`,
+              )}
+            </table>`
+      }
+      <p>
+        ${cursor ? html`<a href="${base}">Newest</a> ` : ""}
+        ${nextCursor ? html`<a href="${base}?cursor=${nextCursor}">More webhooks →</a>` : ""}
+      </p>`,
+    { signedIn: true, ...input.context, notice: input.notice },
+  );
+}
+
+function healthFacts(health: Health | undefined) {
+  if (!health) return "";
+  return html`<h2>Health</h2>
+    <dl class="facts">
+      <dt>Verdict</dt>
+      <dd>${verdict(health)}</dd>
+      <dt>Last 24 h</dt>
+      <dd>${health.attempts} attempts, ${pct(health.successRate)} succeeded</dd>
+      <dt>Failures in a row</dt>
+      <dd>${health.failuresInARow}</dd>
+      <dt>Last error</dt>
+      <dd>${health.lastError ?? "—"}</dd>
+      <dt>Last success</dt>
+      <dd>${when(health.lastSuccess)}</dd>
+      <dt>Waiting</dt>
+      <dd>${health.backlog.pending} pending, ${health.backlog.error} to retry, ${health.backlog.inFlight} in flight</dd>
+      <dt>Next attempt</dt>
+      <dd>${when(health.nextAttempt)}</dd>
+      <dt>Circuit breaker</dt>
+      <dd>${health.breaker.state}${health.breaker.openUntil ? html` until ${when(health.breaker.openUntil)}` : ""}</dd>
+    </dl>`;
+}
+
+function logFilters(base: string, w: Webhook, eventTypes: string[], filters: LogFilters) {
+  const active = Object.entries(filters).filter(([, value]) => value);
+  return html`<form class="filters" method="get" action="${base}/webhooks/${w.id}" role="search">
+      <label
+        >Status
+        <select name="status">
+          <option value="">any</option>
+          ${["pending", "error", "exhausted", "success"].map(
+            (s) => html`<option value="${s}" ${filters.status === s ? "selected" : ""}>${s}</option>`,
+          )}
+        </select></label
+      >
+      <label
+        >Event type
+        <select name="eventType">
+          <option value="">any</option>
+          ${eventTypes.map(
+            (t) => html`<option value="${t}" ${filters.eventType === t ? "selected" : ""}>${t}</option>`,
+          )}
+        </select></label
+      >
+      <label>From (UTC) <input type="datetime-local" name="since" value="${filters.since ?? ""}" /></label>
+      <label>To (UTC) <input type="datetime-local" name="until" value="${filters.until ?? ""}" /></label>
+      <label
+        >Event or resource id <input type="search" name="q" value="${filters.q ?? ""}" placeholder="evt_… or pd_…"
+      /></label>
+      <button>Apply</button>
+    </form>
+    ${
+      active.length
+        ? html`<p role="status">
+            Showing deliveries where
+            ${active.map(([key, value], i) => html`${i ? ", " : ""}${key} = <code>${value}</code>`)}.
+            <a href="${base}/webhooks/${w.id}">Clear filters</a>
+          </p>`
+        : ""
+    }`;
+}
+
+export function webhookPage(input: {
+  webhook: Webhook;
+  health: Health | undefined;
+  dispatches: Dispatch[];
+  nextCursor: string | null;
+  cursor: string | undefined;
+  filters: LogFilters;
+  eventTypes: string[];
+  notice: string | undefined;
+  context: PageContext;
+}) {
+  const { webhook: w, dispatches, nextCursor, filters, context } = input;
+  const { csrf, base } = context;
+  const kept = new URLSearchParams(Object.entries(filters).filter(([, v]) => v) as Array<[string, string]>);
+  const paused = w.status === "paused" || w.status === "disabled";
+  return layout(
+    w.url,
+    html`<dl class="facts">
+        <dt>Id</dt>
+        <dd><code>${w.id}</code></dd>
+        <dt>Status</dt>
+        <dd class="status-${w.status}">${w.status}${w.disabledReason ? html` (${w.disabledReason})` : ""}</dd>
+        <dt>Events</dt>
+        <dd>${w.events.join(", ")}</dd>
+        <dt>Signature</dt>
+        <dd>${w.scheme}</dd>
+        <dt>Description</dt>
+        <dd>${w.description || "—"}</dd>
+      </dl>
+      <div class="actions">
+        <a href="${base}/webhooks/${w.id}/edit">Edit</a>
+        ${
+          w.status === "listening"
+            ? ""
+            : html`<form class="inline" method="post" action="${base}/webhooks/${w.id}/${paused ? "resume" : "pause"}">
+                ${tokenField(csrf)}<button>${paused ? "Resume deliveries" : "Pause deliveries"}</button>
+              </form>`
+        }
+        <form class="inline" method="post" action="${base}/webhooks/${w.id}/test">
+          ${tokenField(csrf)}<button>Send test event</button>
+        </form>
+        <form class="inline" method="post" action="${base}/webhooks/${w.id}/rotate-secret">
+          ${tokenField(csrf)}<button>Rotate secret</button>
+        </form>
+        <a href="${base}/webhooks/${w.id}/delete">Delete…</a>
+      </div>
+      ${healthFacts(input.health)}
+      <h2>Bulk recovery</h2>
+      <form class="filters" method="post" action="${base}/webhooks/${w.id}/recover">
+        ${tokenField(csrf)}
+        <label
+          >Start every failed and exhausted delivery of the last
+          <select name="hours">
+            ${RECOVERY_WINDOWS_HOURS.map(
+              (hours) => html`<option value="${hours}">${hours < 48 ? `${hours} h` : `${hours / 24} days`}</option>`,
+            )}
+          </select></label
+        >
+        <button>Start recovery</button>
+      </form>
+      <h2>Delivery log</h2>
+      ${logFilters(base, w, input.eventTypes, filters)}
+      ${
+        dispatches.length === 0
+          ? html`<p>No deliveries match.</p>`
+          : html`<table>
+              <tr class="head">
+                <th scope="col">Event</th>
+                <th scope="col">Status</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Last answer</th>
+                <th scope="col">Next attempt</th>
+                <th scope="col">Created</th>
+                <th scope="col"><span class="skip">Actions</span></th>
+              </tr>
+              ${dispatches.map(
+                (d) =>
+                  html`<tr>
+                    <td data-label="Event">
+                      <a href="${base}/dispatches/${d.id}"><code>${d.event.type}</code></a
+                      ><br /><small><code>${d.event.id}</code></small>
+                    </td>
+                    <td data-label="Status" class="status-${d.status}">
+                      ${d.status}${d.lastError ? html`<br /><small>${d.lastError}</small>` : ""}
+                    </td>
+                    <td data-label="Attempts">
+                      ${d.attemptCount}${d.run > 1 ? html` <small>(run ${d.run})</small>` : ""}
+                    </td>
+                    <td data-label="Last answer">${d.lastStatusCode ?? "—"}</td>
+                    <td data-label="Next attempt">${when(d.nextAttempt)}</td>
+                    <td data-label="Created">${when(d.created)}</td>
+                    <td>${dispatchAction(d, context, `webhooks/${w.id}`)}</td>
+                  </tr>`,
+              )}
+            </table>`
+      }
+      <p>
+        ${input.cursor ? html`<a href="${base}/webhooks/${w.id}?${kept}">Newest</a> ` : ""}
+        ${
+          nextCursor
+            ? html`<a href="${base}/webhooks/${w.id}?${new URLSearchParams([...kept, ["cursor", nextCursor]])}"
+                >Older →</a
+              >`
+            : ""
+        }
+      </p>`,
+    { signedIn: true, ...context, notice: input.notice },
+  );
+}

@@ -1,0 +1,180 @@
+import type { Context, Hono } from "hono";
+import { z } from "zod";
+import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
+import { deletePage, secretPage, webhookFormPage } from "./console-webhook-edit-pages.ts";
+import { webhookPage, webhooksPage, type EventType, type LogFilters } from "./console-webhook-pages.ts";
+
+const PAGE_SIZE = 25;
+const LOG_PAGE_SIZE = 50;
+
+const webhookForm = z.object({
+  url: z.string().trim().min(1),
+  description: z.string().trim().default(""),
+  events: z.union([z.string(), z.array(z.string())]).transform((e) => (Array.isArray(e) ? e : [e])),
+  scheme: z.enum(["hooklane-v1", "standard-webhooks"]).optional(),
+});
+
+// `datetime-local` gives minutes (or seconds) without a zone; the console labels it UTC.
+const LOCAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/;
+const utc = (value: string | undefined) =>
+  value && LOCAL_TIME.test(value) ? new Date(`${value}Z`).toISOString() : undefined;
+
+/** The log filters as the API's query: a search for `evt_…` is an event id, anything else a resource id. */
+function logQuery(filters: LogFilters, cursor: string | undefined): URLSearchParams {
+  const query = new URLSearchParams({ limit: String(LOG_PAGE_SIZE) });
+  const set = (key: string, value: string | undefined) => value && query.set(key, value);
+  set("status", filters.status);
+  set("eventType", filters.eventType);
+  set("since", utc(filters.since));
+  set("until", utc(filters.until));
+  if (filters.q) set(filters.q.startsWith("evt_") ? "eventId" : "resourceId", filters.q);
+  set("cursor", cursor);
+  return query;
+}
+
+const back = (base: string, id: string, notice: string) =>
+  `${base}/webhooks/${id}?notice=${encodeURIComponent(notice)}`;
+
+/** The webhooks: list with health, create, edit, pause and resume, rotate, test, delete, and one webhook's page. */
+export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, tools: ConsoleTools): void {
+  const { call, context, signIn, refused } = tools;
+  const idOf = (c: Context<HooklaneEnv>) => encodeURIComponent(c.req.param("id") ?? "");
+  /** Runs `then` with a successful answer; the sign-in page or the API's refusal otherwise. */
+  const answered = (c: Context<HooklaneEnv>, answer: ApiAnswer | undefined, then: (body: any) => Page): Page =>
+    !answer ? signIn(c) : !answer.ok ? refused(c, answer) : then(answer.body);
+
+  async function eventTypes(c: Context<HooklaneEnv>): Promise<EventType[]> {
+    const list = await call(c, "GET", "/v3/webhook-event-types?limit=100");
+    return list?.ok ? list.body.data : [];
+  }
+
+  app.get(prefix, async (c) => {
+    const cursor = c.req.query("cursor");
+    const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
+    const list = await call(c, "GET", `/v3/webhooks?${query}`);
+    if (!list) return signIn(c);
+    if (!list.ok) return refused(c, list);
+    const webhooks = await Promise.all(
+      list.body.data.map(async (webhook: { id: string }) => {
+        const health = await call(c, "GET", `/v3/webhooks/${webhook.id}/health`);
+        return { webhook, health: health?.ok ? health.body : undefined };
+      }),
+    );
+    return c.html(
+      webhooksPage({
+        webhooks,
+        nextCursor: list.body.nextCursor,
+        cursor,
+        notice: c.req.query("notice"),
+        context: context(c),
+      }),
+    );
+  });
+
+  app.get(`${prefix}/webhooks/new`, async (c) => {
+    const types = await call(c, "GET", "/v3/webhook-event-types?limit=100");
+    return answered(c, types, (body) => c.html(webhookFormPage({ eventTypes: body.data, context: context(c) })));
+  });
+
+  app.post(`${prefix}/webhooks`, async (c) => {
+    const form = webhookForm.safeParse(await c.req.parseBody({ all: true }));
+    if (!form.success) {
+      const page = webhookFormPage({
+        eventTypes: await eventTypes(c),
+        error: "Give an endpoint URL and choose at least one event.",
+        context: context(c),
+      });
+      return c.html(page, 422);
+    }
+    const created = await call(c, "POST", "/v3/webhooks", form.data);
+    if (created && created.status === 422) {
+      const page = webhookFormPage({
+        eventTypes: await eventTypes(c),
+        error: created.body.detail,
+        context: context(c),
+      });
+      return c.html(page, 422);
+    }
+    return answered(c, created, (body) =>
+      c.html(secretPage({ webhook: body, secret: body.secret, rotated: false, context: context(c) })),
+    );
+  });
+
+  app.get(`${prefix}/webhooks/:id/edit`, async (c) => {
+    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+    if (!hook?.ok) return answered(c, hook, () => c.body(null));
+    return c.html(webhookFormPage({ webhook: hook.body, eventTypes: await eventTypes(c), context: context(c) }));
+  });
+
+  app.post(`${prefix}/webhooks/:id/edit`, async (c) => {
+    const form = webhookForm.omit({ scheme: true }).safeParse(await c.req.parseBody({ all: true }));
+    if (!form.success) return tools.badForm(c, "Give an endpoint URL and choose at least one event.");
+    const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
+    return answered(c, updated, (body) => c.redirect(back(context(c).base, body.id, "Changes saved."), 303));
+  });
+
+  for (const [action, status, notice] of [
+    ["pause", "paused", "Deliveries paused: new events are kept until you resume."],
+    ["resume", "active", "Deliveries resumed: events kept while paused are on their way."],
+  ] as const) {
+    app.post(`${prefix}/webhooks/:id/${action}`, async (c) => {
+      const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, { status });
+      return answered(c, updated, (body) => c.redirect(back(context(c).base, body.id, notice), 303));
+    });
+  }
+
+  app.post(`${prefix}/webhooks/:id/rotate-secret`, async (c) => {
+    const rotated = await call(c, "POST", `/v3/webhooks/${idOf(c)}/rotate-secret`);
+    return answered(c, rotated, (body) =>
+      c.html(secretPage({ webhook: body, secret: body.secret, rotated: true, context: context(c) })),
+    );
+  });
+
+  app.post(`${prefix}/webhooks/:id/test`, async (c) => {
+    const sent = await call(c, "POST", `/v3/webhooks/${idOf(c)}/test`);
+    return answered(c, sent, (body) =>
+      c.redirect(`${context(c).base}/dispatches/${body.id}?notice=${encodeURIComponent("Test event queued.")}`, 303),
+    );
+  });
+
+  app.get(`${prefix}/webhooks/:id/delete`, async (c) => {
+    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+    return answered(c, hook, (body) => c.html(deletePage({ webhook: body, context: context(c) })));
+  });
+
+  app.post(`${prefix}/webhooks/:id/delete`, async (c) => {
+    const deleted = await call(c, "DELETE", `/v3/webhooks/${idOf(c)}`);
+    return answered(c, deleted, () =>
+      c.redirect(`${context(c).base}?notice=${encodeURIComponent(`Webhook ${c.req.param("id")} deleted.`)}`, 303),
+    );
+  });
+
+  app.get(`${prefix}/webhooks/:id`, async (c) => {
+    const id = idOf(c);
+    const { status, eventType, since, until, q, cursor, notice } = c.req.query();
+    const filters: LogFilters = { status, eventType, since, until, q };
+    const [hook, health, log] = await Promise.all([
+      call(c, "GET", `/v3/webhooks/${id}`),
+      call(c, "GET", `/v3/webhooks/${id}/health`),
+      call(c, "GET", `/v3/webhooks/${id}/dispatches?${logQuery(filters, cursor)}`),
+    ]);
+    if (!hook?.ok) return answered(c, hook, () => c.body(null));
+    if (!log) return signIn(c);
+    if (!log.ok) return refused(c, log);
+    const types = hook.body.events.includes("*") ? (await eventTypes(c)).map((t) => t.id) : hook.body.events;
+    return c.html(
+      webhookPage({
+        webhook: hook.body,
+        health: health?.ok ? health.body : undefined,
+        dispatches: log.body.data,
+        nextCursor: log.body.nextCursor,
+        cursor,
+        filters,
+        eventTypes: [...types, "webhook.test"],
+        notice,
+        context: context(c),
+      }),
+    );
+  });
+}

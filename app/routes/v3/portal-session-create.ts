@@ -1,0 +1,107 @@
+import { z } from "zod";
+import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { timestamp } from "../../../lib/api/timestamps.ts";
+import { sealPortalSession } from "../../../lib/webhook/portal/portal-session.ts";
+import { owningAccount } from "./tenancy.ts";
+
+const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/** An origin allowed to frame the portal: https (plain http only for a loopback host), nothing but the origin. */
+const frameOrigin = z
+  .string()
+  .max(300)
+  .refine((text) => {
+    if (!URL.canParse(text)) return false;
+    const url = new URL(text);
+    const secure = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.has(url.hostname));
+    return secure && !url.username && !url.password && url.pathname === "/" && !url.search && !url.hash;
+  }, "must be an origin: https://host[:port], nothing after it")
+  .transform((text) => new URL(text).origin);
+
+const createPortalSessionBody = z
+  .strictObject({
+    account: z.string().min(1).max(100).optional().describe("Admins only: the account to open; others get their own."),
+    frameAncestors: z
+      .array(frameOrigin)
+      .min(1)
+      .max(10)
+      .describe("Origins whose pages may embed the portal in a frame (the answer's `frame-ancestors`)."),
+    expiresIn: z
+      .number()
+      .int()
+      .min(10)
+      .max(3_600)
+      .default(900)
+      .describe("Seconds until the session ends: its pages then answer 401."),
+  })
+  .meta({ examples: [{ frameAncestors: ["https://app.example.com"], expiresIn: 900 }] });
+
+export const portalSessionSchema = z
+  .strictObject({
+    id: z.string().describe("`ps_…`"),
+    object: z.literal("portal-session"),
+    account: z.string(),
+    url: z
+      .string()
+      .describe(
+        "Opens the console for this account only, until `expires`. A capability: hand it only to that account.",
+      ),
+    frameAncestors: z.array(z.string()),
+    expires: timestamp,
+    created: timestamp,
+  })
+  .meta({
+    id: "PortalSession",
+    examples: [
+      {
+        id: "ps_5c1e0f9a8b7d4c3e2f1a0b9c8d7e6f5a",
+        object: "portal-session",
+        account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
+        url: "https://hooklane.example.com/console/portal/eyJhbGciOiJIUzI1NiJ9.eyJhY2NvdW50Ijoi…",
+        frameAncestors: ["https://app.example.com"],
+        expires: "2026-12-01T09:45:00.000Z",
+        created: "2026-12-01T09:30:00.000Z",
+      },
+    ],
+  });
+
+/**
+ * `POST /v3/portal-sessions`: a short-lived URL that opens the console scoped
+ * to one account, embeddable in a frame by the origins the session names:
+ * how a SaaS shows its own customers their webhooks. Nothing is stored; the
+ * URL carries the sealed session (`portal-session.ts`).
+ */
+export function addPortalSessionCreate(router: OperationRouter): void {
+  router.add(
+    {
+      method: "post",
+      path: "/v3/portal-sessions",
+      operationId: "createPortalSession",
+      summary: "Open a webhooks portal for an account",
+      description:
+        "Answers a URL that opens the console for one account — its webhooks, delivery log, retries and recoveries, and nothing else — until `expires`, embeddable in a frame by `frameAncestors` only.",
+      tag: "Portal",
+      body: createPortalSessionBody,
+      answerHoldsSecret: true,
+      responses: { 201: { description: "The session and its URL.", schema: portalSessionSchema } },
+    },
+    async (c, { body }) => {
+      const account = await owningAccount(c, body.account);
+      const { token, session } = await sealPortalSession(c.var.hooklane.config.secretKey, {
+        account,
+        frameAncestors: [...new Set(body.frameAncestors)],
+        ttlSeconds: body.expiresIn,
+      });
+      const answer: z.output<typeof portalSessionSchema> = {
+        id: session.id,
+        object: "portal-session",
+        account,
+        url: `${new URL(c.req.url).origin}/console/portal/${token}`,
+        frameAncestors: session.frameAncestors,
+        expires: session.expiresAt.toISOString(),
+        created: session.createdAt.toISOString(),
+      };
+      return c.json(answer, 201);
+    },
+  );
+}
