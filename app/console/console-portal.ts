@@ -59,7 +59,7 @@ export function portalTools(api: ApiCaller): ConsoleTools {
             ? {}
             : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
         },
-        { sub: `portal:${session.id}`, account: session.account, admin: false },
+        { sub: `portal:${session.id}`, account: session.account, admin: false, support: false },
       );
       return apiAnswer(response);
     },

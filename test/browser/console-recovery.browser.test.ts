@@ -55,6 +55,13 @@ describe.skipIf(!hasChromium())("the console in a browser: a failing endpoint an
     await screenshot(page, "2-webhook-failing");
 
     await row.getByRole("link").first().click();
+    // The webhook's page shows the API's health: failure rate, last error, breaker.
+    const health = (await api("GET", `/v3/webhooks/${hook.id}/health`)).body;
+    expect(health).toMatchObject({ verdict: "failing", attempts: 30, successRate: 0 });
+    const facts = await page.locator("dl.facts", { hasText: "Circuit breaker" }).innerText();
+    expect(facts).toContain("30 attempts, 0 % succeeded");
+    expect(facts).toContain(health.lastError);
+    expect(facts).toMatch(new RegExp(`Circuit breaker\\s+${health.breaker.state}`));
     await page.getByLabel("Status").selectOption("exhausted");
     await page.getByLabel("Event type").selectOption("payment-debt.created");
     await page.getByRole("button", { name: "Apply" }).click();
