@@ -87,8 +87,9 @@ export function deletePage(input: { webhook: Webhook; context: PageContext }) {
   return layout(
     "Delete webhook",
     html`<p>
-        Delete <code>${w.url}</code> (<code>${w.id}</code>)? Nothing more is sent to it, and its delivery log is deleted
-        with it. This cannot be undone.
+        Delete <code>${w.url}</code> (<code>${w.id}</code>)? Nothing more is sent to it and its undelivered events are
+        skipped; its delivery log stays readable through the API until the ledger's retention removes it. This cannot be
+        undone.
       </p>
       <form method="post" action="${base}/webhooks/${w.id}/delete">
         ${tokenField(input.context.csrf)}
