@@ -92,4 +92,40 @@ describe("retention: the sweeper prunes old attempts and finished dispatches in 
     const [row] = await harness.hooklane.database.db.select({ n: count() }).from(table);
     return row!.n;
   }
+
+  it("finishes as skipped what an attempt held when its webhook was deleted, so retention can remove it later", async () => {
+    const { database } = harness.hooklane;
+    const { db } = database;
+    const created = await harness.call("POST", "/v3/webhooks", {
+      ...OWNER,
+      body: { url: "http://127.0.0.1:4000/busy", events: ["payment-debt.created"] },
+    });
+    const id = created.body.id as string;
+    await insertLedgerRows(database, {
+      webhookId: id,
+      account: OWNER.account,
+      ageSeconds: 60,
+      count: 3,
+      status: "error",
+      tag: "held",
+    });
+    const mine = eq(webhookDispatch.webhookId, id);
+    // An attempt holds them while the webhook is deleted, so the delete leaves them open…
+    await db
+      .update(webhookDispatch)
+      .set({ lockedUntil: sql`now() + interval '1 minute'`, lockedBy: "busy" })
+      .where(mine);
+    expect((await harness.call("DELETE", `/v3/webhooks/${id}`, OWNER)).status).toBe(200);
+    // …and records them as failing afterwards: open, on a webhook nothing claims any more.
+    await db.update(webhookDispatch).set({ lockedUntil: null, lockedBy: null }).where(mine);
+    expect((await db.select().from(webhookDispatch).where(mine)).map((row) => row.status)).toEqual(
+      Array(3).fill("error"),
+    );
+
+    await pruneLedgerTask.run({ hooklane: harness.hooklane, workerId: "retention-under-test", now: () => new Date() });
+    const rows = await db.select().from(webhookDispatch).where(mine);
+    expect(rows.map((row) => [row.status, row.lastError, row.completedAt !== null])).toEqual(
+      Array(3).fill(["skipped", "webhook deleted", true]),
+    );
+  });
 });

@@ -1,8 +1,11 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
+import { NOT_IN_FLIGHT } from "./restart-dispatches.ts";
 
 /** What one pruning step removed. */
 export interface PrunedLedger {
+  /** Open dispatches of deleted webhooks, finished as skipped. */
+  skipped: number;
   attempts: number;
   dispatches: number;
   notifications: number;
@@ -10,7 +13,11 @@ export interface PrunedLedger {
 }
 
 /**
- * One bounded step of retention, before `cutoff`: up to `limit` attempts
+ * One bounded step of retention, before `cutoff`. First, up to `limit`
+ * open dispatches of deleted webhooks become `skipped`: an attempt that held
+ * one when its webhook was deleted records it as failing, and nothing claims
+ * a deleted webhook's dispatches, so without this it would stay open (and
+ * unprunable) for ever. Then up to `limit` attempts
  * started before it (oldest first), then up to `limit` finished dispatches
  * (delivered, exhausted or skipped) completed before it, then notifications
  * no longer waiting to be mailed, then soft-deleted webhooks deleted before
@@ -22,6 +29,19 @@ export async function pruneLedger(database: Database, options: { cutoff: Date; l
   const cutoff = sql`${options.cutoff.toISOString()}::timestamptz`;
   const { limit } = options;
   const count = async (statement: ReturnType<typeof sql>) => (await database.rows<{ n: number }>(statement))[0]?.n ?? 0;
+  const skipped = await count(sql`
+    with finished as (
+      update webhook_dispatch d
+      set status = 'skipped', last_error = 'webhook deleted', completed_at = now(), updated_at = now(),
+          locked_until = null, locked_by = null, queued_until = null
+      where d.id in (
+        select d.id from webhook_dispatch d join webhook w on w.id = d.webhook_id
+        where w.deleted_at is not null and d.status in ('pending', 'error') and ${NOT_IN_FLIGHT}
+        limit ${limit}
+        for update of d skip locked)
+      returning 1
+    ) select count(*)::int as n from finished
+  `);
   const attempts = await count(sql`
     with gone as (
       delete from webhook_attempt where id in (
@@ -62,5 +82,5 @@ export async function pruneLedger(database: Database, options: { cutoff: Date; l
       returning 1
     ) select count(*)::int as n from gone
   `);
-  return { attempts, dispatches, notifications, webhooks };
+  return { skipped, attempts, dispatches, notifications, webhooks };
 }
