@@ -18,8 +18,11 @@ export interface BenchDatabase {
   reset(): Promise<void>;
   /** Creates `count` webhooks for the benchmark event, secrets sealed as the API seals them; returns their ids. */
   seedWebhooks(count: number, url: string, scope: "account" | "global"): Promise<string[]>;
-  /** Inserts `count` pending dispatches for `webhookId` in one transaction and wakes the lane. */
-  insertDispatches(webhookId: string, count: number, tag: string): Promise<void>;
+  /**
+   * Inserts `count` pending dispatches in one transaction and wakes the lane: all for `webhooks`, or
+   * taking turns over them (the n-th row for `webhooks[n % length]`) when it lists several.
+   */
+  insertDispatches(webhooks: string | readonly string[], count: number, tag: string): Promise<void>;
   /** Dispatches delivered successfully so far. */
   delivered(): Promise<number>;
   /** Transactions committed in this database so far (pg_stat_database; a backend's own count lands when it exits or idles). */
@@ -81,17 +84,22 @@ export async function createBenchDatabase(
       }
       return ids;
     },
-    async insertDispatches(webhookId, count, tag) {
+    async insertDispatches(webhooks, count, tag) {
+      const ids = typeof webhooks === "string" ? [webhooks] : webhooks;
       await database.db.transaction(async (tx) => {
         for (let start = 0; start < count; start += INSERT_CHUNK) {
           const rows = Array.from({ length: Math.min(INSERT_CHUNK, count - start) }, (_, i) => {
             const n = start + i;
-            return { e: `evt_${tag}_${n}`, p: benchEventBody(`evt_${tag}_${n}`, `${tag}_${n}`) };
+            return {
+              e: `evt_${tag}_${n}`,
+              w: ids[n % ids.length],
+              p: benchEventBody(`evt_${tag}_${n}`, `${tag}_${n}`),
+            };
           });
           await tx.execute(sql`
             insert into webhook_dispatch (event_id, event_type, webhook_id, account, payload)
-            select r.e, ${BENCH_EVENT_TYPE}, ${webhookId}, ${BENCH_ACCOUNT}, r.p
-            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(e text, p text)
+            select r.e, ${BENCH_EVENT_TYPE}, r.w, ${BENCH_ACCOUNT}, r.p
+            from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as r(e text, w text, p text)
           `);
         }
       });

@@ -46,7 +46,9 @@ export function incompleteScenarios(results: BenchResults): string[] {
   return [
     ...(e2e && (e2e.light.arrived < e2e.light.events || e2e.loaded.arrived < e2e.loaded.events) ? ["end-to-end"] : []),
     ...(fan && !fan.complete ? ["fan-out"] : []),
-    ...(throughput && Object.values(throughput.contestants).some((c) => c.incomplete) ? ["throughput"] : []),
+    ...(throughput && [...Object.values(throughput.contestants), throughput.oneWebhook].some((c) => c.incomplete)
+      ? ["throughput"]
+      : []),
     ...(backlog && !backlog.complete ? ["backlog"] : []),
     ...(fairness && !fairness.complete ? ["fairness"] : []),
   ];
@@ -103,9 +105,14 @@ export function resultRows(results: BenchResults): Row[] {
     rows.push(
       [`4 ceiling: raw keep-alive POSTs (${label})`, `${count(ceiling.median)} /s`, "1.000× (the limit)"],
       [
-        `5 hooklane lane: N dispatches → N deliveries`,
+        `5 hooklane lane: N dispatches over ${throughput.webhooks} webhooks → N deliveries`,
         `${count(hooklane.median)} /s, ${transactions(hooklane)}, ${workerCpu(hooklane)}`,
         `${percent(hooklane.median / ceiling.median)} of ceiling`,
+      ],
+      [
+        `5 hooklane lane: N dispatches of one webhook (its in-flight cap binds)`,
+        `${count(throughput.oneWebhook.median)} /s, ${workerCpu(throughput.oneWebhook)}`,
+        `${ratio(throughput.oneWebhook.median / hooklane.median)} of the lane over ${throughput.webhooks}`,
       ],
       ...(throughput.quiet
         ? [

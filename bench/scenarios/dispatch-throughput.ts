@@ -39,7 +39,14 @@ export interface ContestantResult {
 
 export interface ThroughputResult {
   deliveries: number;
+  /** Webhooks hooklane's N dispatches take turns over (the comparison's lane). */
+  webhooks: number;
   contestants: Record<Contestant, ContestantResult>;
+  /**
+   * hooklane draining the same N dispatches of one webhook, every round right after its turn:
+   * bounded by the per-webhook in-flight cap (a cap's worth of POSTs per claim → POST → claim cycle).
+   */
+  oneWebhook: ContestantResult;
   /** With --observability-cost: the same lane with its metrics off (QUIET_LANE), in the same rounds. */
   quiet?: ContestantResult;
 }
@@ -50,6 +57,19 @@ export interface ThroughputResult {
  * successful delivery writes nothing.
  */
 const QUIET_LANE = { METRICS_ENABLED: "false" };
+
+/**
+ * The lane's comparison load: N dispatches over 16 webhooks, as a lane serving many subscribers
+ * carries it. Each webhook keeps the product's default in-flight cap (16); the per-origin and
+ * per-account caps are raised to the concurrency because every benchmark webhook lives on the one
+ * loopback subscriber and in the one benchmark account, which here stand for many origins and
+ * accounts. The peers have no caps; the one-webhook round shows the lane where its cap binds.
+ */
+const LANE_WEBHOOKS = 16;
+const laneCaps = (concurrency: number) => ({
+  WEBHOOK_MAX_IN_FLIGHT_PER_ORIGIN: String(concurrency),
+  WEBHOOK_MAX_IN_FLIGHT_PER_ACCOUNT: String(concurrency),
+});
 
 /**
  * Scenarios 4 and 5: N deliveries to the same subscriber at the same
@@ -64,7 +84,7 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
   await context.db.reset();
   await createPeerLedger(context.db.database);
   await resetPeerLedger(context.db.database);
-  const [webhookId] = await context.db.seedWebhooks(1, `${context.subscriber.ready.url}/hooks`, "account");
+  const webhookIds = await context.db.seedWebhooks(LANE_WEBHOOKS, `${context.subscriber.ready.url}/hooks`, "account");
   const peerUrl = `${context.subscriber.ready.url}/peer`;
   const redisDown = await redisUnreachable(context.options.redisUrl);
   if (redisDown) {
@@ -75,6 +95,12 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
   ) as Record<Contestant, ContestantResult>;
   if (redisDown) results.bullmq.skipped = `Redis not reachable at ${context.options.redisUrl}`;
   results.hooklane.workerCpuUsPerDelivery = [];
+  const oneWebhook: ContestantResult = {
+    rounds: [],
+    median: NaN,
+    transactionsPerDelivery: [],
+    workerCpuUsPerDelivery: [],
+  };
   const quiet: ContestantResult | undefined = context.options.observabilityCost
     ? { rounds: [], median: NaN, transactionsPerDelivery: [], workerCpuUsPerDelivery: [] }
     : undefined;
@@ -151,8 +177,17 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
   }
 
   /** One lane worker drains the round's dispatches; its CPU time is read around the drain. */
-  async function laneRound(round: number, name: string, into: ContestantResult, env: Record<string, string>) {
-    const worker = await startWorker(context.product, { name: `throughput-${name}-${round}`, env });
+  async function laneRound(
+    round: number,
+    name: string,
+    into: ContestantResult,
+    env: Record<string, string>,
+    webhooks: readonly string[] = webhookIds,
+  ) {
+    const worker = await startWorker(context.product, {
+      name: `throughput-${name}-${round}`,
+      env: { ...laneCaps(concurrency), ...env },
+    });
     try {
       let cpuBefore = NaN;
       await measure(
@@ -160,7 +195,7 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
         into,
         () => {
           cpuBefore = worker.cpuMs();
-          return context.db.insertDispatches(webhookId!, deliveries, `${name}${round}`);
+          return context.db.insertDispatches(webhooks, deliveries, `${name}${round}`);
         },
         () => context.db.delivered(),
       );
@@ -181,10 +216,15 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
     },
     async hooklane(round) {
       const observed = () => countingTransactions("hooklane", () => laneRound(round, "hooklane", results.hooklane, {}));
-      if (!quiet) return observed();
+      const single = () => laneRound(round, "hooklane-one-webhook", oneWebhook, {}, webhookIds.slice(0, 1));
+      if (!quiet) {
+        await observed();
+        return single();
+      }
       // Side by side, alternating which goes first.
       const unobserved = () => laneRound(round, "hooklane-quiet", quiet, QUIET_LANE);
       for (const turn of round % 2 ? [observed, unobserved] : [unobserved, observed]) await turn();
+      await single();
     },
     "pg-boss": (round) => countingTransactions("pg-boss", () => peerRound("pg-boss", round)),
     bullmq: (round) =>
@@ -200,10 +240,10 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
   } finally {
     await ceiling.stop();
   }
-  for (const result of [...Object.values(results), ...(quiet ? [quiet] : [])]) {
+  for (const result of [...Object.values(results), oneWebhook, ...(quiet ? [quiet] : [])]) {
     result.median = result.rounds.length ? median(result.rounds) : NaN;
   }
-  return { deliveries, contestants: results, ...(quiet ? { quiet } : {}) };
+  return { deliveries, webhooks: LANE_WEBHOOKS, contestants: results, oneWebhook, ...(quiet ? { quiet } : {}) };
 }
 
 /** Why Redis cannot be reached within 1 s, or undefined when it answers PING. */

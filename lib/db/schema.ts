@@ -292,6 +292,10 @@ export const webhookDispatch = pgTable(
     index("webhook_dispatch_leased_idx")
       .on(t.lockedBy)
       .where(sql`${t.lockedUntil} is not null`),
+    // Deliveries in flight now, for the claim's caps: a range over the live leases alone, not every open row.
+    index("webhook_dispatch_in_flight_idx")
+      .on(t.lockedUntil)
+      .where(sql`${t.lockedUntil} is not null and ${t.status} in ('pending', 'error')`),
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;

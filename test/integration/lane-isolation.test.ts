@@ -241,6 +241,54 @@ describe("isolation on the lane", () => {
     expect(first).not.toContain(next[0]);
   });
 
+  it("says rows were held back when a claim fills a webhook's room under its cap, so a finished attempt claims again", async () => {
+    const harness = await setUp({ lane: false });
+    const capped = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/full");
+    const limited = await subscribe(harness, "acc_bob", "http://127.0.0.1:8081/limited");
+    await harness.hooklane.database.db.update(webhook).set({ rateLimit: 2 }).where(eq(webhook.id, limited));
+    const rows = (webhookId: string, account: string, n: number) =>
+      Array.from({ length: n }, (_, i) => ({
+        eventId: `evt_full_${webhookId}_${i}`,
+        eventType: "payment-debt.created",
+        webhookId,
+        account,
+        payload: "{}",
+      }));
+    await harness.hooklane.database.db.insert(webhookDispatch).values(rows(capped, "acc_alice", 5));
+    const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
+    const claim = (after = "") =>
+      claimDispatches(harness.hooklane.database, { workerId: "w1", limit: 10, leaseMs: 60_000, caps, after });
+    // The claim takes the webhook's whole room (2 of 5 due) and visits nothing else: three rows wait on the cap.
+    const first = await claim();
+    expect(first.dispatches).toHaveLength(2);
+    expect(first.waitMs).not.toBeNull();
+    expect(first.waitMs!).toBeLessThanOrEqual(250);
+    // Starting after that webhook (the round-robin cursor), the same.
+    await harness.hooklane.database.db
+      .update(webhookDispatch)
+      .set({ status: "success", lockedUntil: null, lockedBy: null })
+      .where(eq(webhookDispatch.webhookId, capped));
+    await harness.hooklane.database.db
+      .insert(webhookDispatch)
+      .values(rows(capped, "acc_alice", 5).map((row) => ({ ...row, eventId: `${row.eventId}_b` })));
+    const again = await claim(first.cursor);
+    expect(again.dispatches).toHaveLength(2);
+    expect(again.waitMs!).toBeLessThanOrEqual(250);
+
+    // A rate limit, not a cap, bounding a turn is no reason to claim again when an attempt finishes.
+    await harness.hooklane.database.db
+      .update(webhookDispatch)
+      .set({ status: "success", lockedUntil: null })
+      .where(eq(webhookDispatch.webhookId, capped));
+    await harness.hooklane.database.db.insert(webhookDispatch).values(rows(limited, "acc_bob", 5));
+    const paced = await claim();
+    // A bucket of 2/s holds one token: one row now, the next when its token is in (500 ms), not at the cap's recheck.
+    expect(paced.dispatches).toHaveLength(1);
+    expect(paced.waitMs).not.toBeNull();
+    expect(paced.waitMs!).toBeGreaterThan(250);
+    expect(paced.waitMs!).toBeLessThanOrEqual(500);
+  });
+
   it("probes a dead endpoint instead of hammering it, burns no attempts while open, and delivers all 1,000 once it is back", async () => {
     const harness = await setUp({
       env: {

@@ -1,0 +1,183 @@
+-- A claim that fills a webhook's (or its origin's, or its account's) room under the caps
+-- and takes no further turn at it said nothing was held back: with one busy webhook the
+-- worker then waited for its record statement (or its idle timer) before claiming again,
+-- instead of claiming as soon as an attempt finished. Now a webhook whose room was bound by
+-- a cap and filled counts as held back (the claim's waitMs is the recheck), as one met with
+-- no room already did. A webhook whose rate-limit tokens ran out in a turn makes the claim's
+-- waitMs the time until its next token (it was the idle timer). Otherwise the claim is as in 0012.
+CREATE OR REPLACE FUNCTION hooklane_claim_dispatches(
+  p_worker text,
+  p_limit integer,
+  p_lease_ms integer,
+  p_after text,
+  p_only text,
+  p_webhook_cap integer,
+  p_origin_cap integer,
+  p_account_cap integer,
+  p_max_steps integer,
+  p_recheck_ms integer,
+  p_settled text[]
+) RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_now timestamptz;
+  v_rows jsonb := '[]'::jsonb;
+  v_taken integer := 0;
+  v_steps integer := 0;
+  v_after text := coalesce(p_after, '');
+  v_cursor text := coalesce(p_after, '');
+  v_wrapped boolean := coalesce(p_after, '') = '';
+  v_complete boolean := false;
+  v_capped boolean := false;
+  v_wait_ms double precision;
+  v_by_webhook jsonb;
+  v_by_origin jsonb;
+  v_by_account jsonb;
+  v_hook text;
+  v_earliest timestamptz;
+  v_next timestamptz;
+  w record;
+  v_room integer;
+  v_cap_bound boolean;
+  v_tokens double precision;
+  v_probe boolean;
+  v_got jsonb;
+  v_n integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7207312);
+  v_now := clock_timestamp();
+
+  SELECT f.by_webhook, f.by_origin, f.by_account INTO v_by_webhook, v_by_origin, v_by_account
+  FROM hooklane_in_flight(v_now, p_worker, p_settled) f;
+
+  LOOP
+    EXIT WHEN v_taken >= p_limit OR v_steps >= p_max_steps;
+    IF p_only IS NOT NULL THEN
+      IF v_steps > 0 THEN v_complete := true; EXIT; END IF;
+      SELECT d.webhook_id, d.next_attempt_at INTO v_hook, v_earliest FROM webhook_dispatch d
+      WHERE d.id = p_only AND d.status IN ('pending', 'error');
+      IF NOT FOUND THEN v_complete := true; EXIT; END IF;
+    ELSE
+      -- The next webhook with open dispatches, and its earliest one (the index's first entry).
+      SELECT d.webhook_id, d.next_attempt_at INTO v_hook, v_earliest FROM webhook_dispatch d
+      WHERE d.status IN ('pending', 'error') AND d.webhook_id > v_cursor
+      ORDER BY d.webhook_id, d.next_attempt_at
+      LIMIT 1;
+      IF NOT FOUND THEN
+        IF v_wrapped THEN v_complete := true; EXIT; END IF;
+        v_wrapped := true;
+        v_cursor := '';
+        CONTINUE;
+      END IF;
+      IF v_wrapped AND v_after <> '' AND v_hook > v_after THEN v_complete := true; EXIT; END IF;
+      v_cursor := v_hook;
+    END IF;
+    v_steps := v_steps + 1;
+
+    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.secret_sealed,
+      wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
+      wh.rate_refilled_at, wh.breaker_open_until
+    INTO w FROM webhook wh WHERE wh.id = v_hook;
+    IF NOT FOUND OR w.status <> 'active' THEN CONTINUE; END IF;
+    IF v_earliest > v_now THEN
+      v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM v_earliest - v_now) * 1000);
+      CONTINUE;
+    END IF;
+
+    v_probe := false;
+    IF w.breaker_open_until IS NOT NULL THEN
+      IF w.breaker_open_until > v_now THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM w.breaker_open_until - v_now) * 1000);
+        CONTINUE;
+      END IF;
+      v_probe := true;
+    END IF;
+
+    v_room := least(
+      p_limit - v_taken,
+      p_webhook_cap - coalesce((v_by_webhook ->> v_hook)::integer, 0),
+      p_origin_cap - coalesce((v_by_origin ->> w.origin)::integer, 0),
+      p_account_cap - coalesce((v_by_account ->> w.account_key)::integer, 0));
+    -- Room bounded by a cap rather than by what is left of this claim: a slot freed later means more to take.
+    v_cap_bound := v_room < p_limit - v_taken;
+    IF v_probe THEN v_room := least(v_room, 1); END IF;
+    IF w.rate_limit IS NOT NULL THEN
+      v_tokens := least(greatest(1, w.rate_limit / 10.0),
+        coalesce(w.rate_tokens, 1) +
+        extract(epoch FROM v_now - coalesce(w.rate_refilled_at, v_now)) * w.rate_limit);
+      IF v_tokens < 1 THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), (1 - v_tokens) / w.rate_limit * 1000);
+        CONTINUE;
+      END IF;
+      -- Tokens, not a cap, bound this turn: a freed slot would not let it take more.
+      IF floor(v_tokens)::integer <= v_room THEN v_cap_bound := false; END IF;
+      v_room := least(v_room, floor(v_tokens)::integer);
+    END IF;
+    IF v_room <= 0 THEN v_capped := true; CONTINUE; END IF;
+
+    WITH picked AS (
+      SELECT d.id FROM webhook_dispatch d
+      WHERE d.webhook_id = v_hook AND d.status IN ('pending', 'error') AND d.next_attempt_at <= v_now
+        AND (d.locked_until IS NULL OR d.locked_until < v_now)
+        AND (p_only IS NULL OR d.id = p_only)
+      ORDER BY d.next_attempt_at
+      LIMIT v_room
+      FOR UPDATE SKIP LOCKED
+    ), leased AS (
+      UPDATE webhook_dispatch d
+      SET locked_until = v_now + p_lease_ms * interval '1 millisecond', locked_by = p_worker
+      FROM picked WHERE d.id = picked.id
+      RETURNING d.id, d.event_id, d.event_type, d.webhook_id, d.account, d.payload, d.attempt_count
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'id', l.id, 'eventId', l.event_id, 'eventType', l.event_type, 'webhookId', l.webhook_id,
+        'account', l.account, 'payload', l.payload, 'attempt', l.attempt_count + 1, 'url', w.url,
+        'origin', w.origin, 'scheme', w.scheme, 'secretSealed', w.secret_sealed,
+        'previousSecretSealed', w.previous_secret_sealed,
+        'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe)), '[]'::jsonb),
+      count(*)
+    INTO v_got, v_n FROM leased l;
+
+    IF v_n < v_room AND p_only IS NULL THEN
+      -- Fewer due rows than room: when does this webhook's next one fall due?
+      SELECT min(d.next_attempt_at) INTO v_next FROM webhook_dispatch d
+      WHERE d.webhook_id = v_hook AND d.status IN ('pending', 'error') AND d.next_attempt_at > v_now;
+      IF v_next IS NOT NULL THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM v_next - v_now) * 1000);
+      END IF;
+    END IF;
+    CONTINUE WHEN v_n = 0;
+
+    IF v_n = v_room AND v_cap_bound AND NOT v_probe THEN v_capped := true; END IF;
+    v_rows := v_rows || v_got;
+    v_taken := v_taken + v_n;
+    v_by_webhook := jsonb_set(v_by_webhook, ARRAY[v_hook],
+      to_jsonb(coalesce((v_by_webhook ->> v_hook)::integer, 0) + v_n));
+    v_by_origin := jsonb_set(v_by_origin, ARRAY[w.origin],
+      to_jsonb(coalesce((v_by_origin ->> w.origin)::integer, 0) + v_n));
+    v_by_account := jsonb_set(v_by_account, ARRAY[w.account_key],
+      to_jsonb(coalesce((v_by_account ->> w.account_key)::integer, 0) + v_n));
+    IF w.rate_limit IS NOT NULL THEN
+      UPDATE webhook SET rate_tokens = v_tokens - v_n, rate_refilled_at = v_now WHERE id = v_hook;
+      IF v_n = v_room AND NOT v_cap_bound THEN
+        -- Its tokens ran out this turn: the claim says when the next one is in.
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), greatest(0, 1 - (v_tokens - v_n)) / w.rate_limit * 1000);
+      END IF;
+    END IF;
+    IF v_probe THEN
+      -- One probe at a time: the breaker stays shut to others until it is recorded (or its lease runs out).
+      UPDATE webhook SET breaker_open_until = v_now + p_lease_ms * interval '1 millisecond' WHERE id = v_hook;
+    END IF;
+  END LOOP;
+
+  RETURN jsonb_build_object(
+    'rows', v_rows,
+    'cursor', v_cursor,
+    'waitMs', CASE
+      WHEN v_taken >= p_limit OR NOT v_complete THEN 0
+      WHEN v_capped THEN least(coalesce(v_wait_ms, p_recheck_ms), p_recheck_ms)
+      WHEN v_wait_ms = 'Infinity' THEN NULL
+      ELSE v_wait_ms END);
+END;
+$$;
