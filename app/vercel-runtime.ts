@@ -1,6 +1,6 @@
 import { config, type Config } from "../lib/config/env.ts";
 import { createHooklane } from "../lib/create-hooklane.ts";
-import { createVercelLane } from "../lib/webhook/transport/vercel/vercel-lane.ts";
+import { createVercelLane } from "../lib/create-vercel-lane.ts";
 import { SchemaBehindError } from "../lib/db/migrations.ts";
 import { createLogger } from "../lib/log/logger.ts";
 import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";

@@ -3,6 +3,7 @@ import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildBundles } from "../scripts/build.ts";
 import { stopChild } from "./rpc.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -38,6 +39,8 @@ export interface ProductProcess {
   readonly logFile: string;
   /** Resolves with the exit code (null when a signal ended it). */
   readonly exited: Promise<number | null>;
+  /** From its spawn to its ready line, in milliseconds (for a lane worker: its lane claims and its sweeper runs). */
+  readonly startMs: number;
   /** Lines it wrote to stderr so far. */
   stderrLines(): number;
   /** False once it exited. */
@@ -71,13 +74,20 @@ export async function startApi(
   return { ...started, url: `http://127.0.0.1:${port}` };
 }
 
-/** One lane worker as `npm run worker` runs it (`node app/worker.ts`), `env` added. Resolves once its lane started. */
-export function startWorker(
+let bundles: Promise<unknown> | undefined;
+
+/**
+ * One lane worker as `npm run worker` runs it (`node dist/worker.mjs`, the bundle built first — once per run
+ * here), `env` added; with `fromSource`, as the source runs (`node app/worker.ts`), for comparison. Resolves
+ * once its lane started: its deliver loop has sent its first claim and its sweeper runs.
+ */
+export async function startWorker(
   settings: ProductSettings,
-  options: { name: string; env?: Record<string, string> },
+  options: { name: string; env?: Record<string, string>; fromSource?: boolean },
 ): Promise<ProductProcess> {
+  if (!options.fromSource) await (bundles ??= buildBundles());
   return startProduct(settings, {
-    script: "app/worker.ts",
+    script: options.fromSource ? "app/worker.ts" : "dist/worker.mjs",
     name: options.name,
     env: options.env ?? {},
     ready: /lane worker .* started/,
@@ -112,6 +122,7 @@ async function startProduct(
   const profile = settings.cpuProfile
     ? ["--cpu-prof", `--cpu-prof-dir=${settings.logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
     : [];
+  const spawnedAt = performance.now();
   const child = spawn(process.execPath, [...profile, options.script], {
     cwd: REPO,
     stdio: ["ignore", "pipe", "pipe"],
@@ -142,7 +153,7 @@ async function startProduct(
   });
   void exited.then(() => log.end());
 
-  await new Promise<void>((resolve, reject) => {
+  const startMs = await new Promise<number>((resolve, reject) => {
     let seen = "";
     const limitMs = settings.startTimeoutMs ?? 30_000;
     const timer = setTimeout(() => fail(new Error(`${options.name} did not start within ${limitMs} ms`)), limitMs);
@@ -156,7 +167,7 @@ async function startProduct(
       if (options.ready.test(seen)) {
         clearTimeout(timer);
         child.stdout.off("data", onData);
-        resolve();
+        resolve(performance.now() - spawnedAt);
       }
     });
     void exited.then((code) => fail(new Error(`${options.name} exited with ${code} while starting`)));
@@ -167,6 +178,7 @@ async function startProduct(
     pid: child.pid!,
     logFile,
     exited,
+    startMs,
     stderrLines: () => stderrLines,
     alive: () => child.exitCode === null && child.signalCode === null,
     memory: () => processMemory(child.pid!),

@@ -5,7 +5,7 @@ import { DEVELOPMENT_JWT_SECRET, loadConfig } from "../../lib/config/env.ts";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { account } from "../../lib/db/schema.ts";
 import { createHooklane, startLane } from "../../lib/create-hooklane.ts";
-import { createVercelLane } from "../../lib/webhook/transport/vercel/vercel-lane.ts";
+import { createVercelLane } from "../../lib/create-vercel-lane.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { SweepReport } from "../../lib/webhook/sweeper/webhook-sweeper.ts";

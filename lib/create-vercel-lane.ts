@@ -1,12 +1,12 @@
 import { getDeadline } from "@vercel/functions";
-import { ConfigError } from "../../../config/env.ts";
-import { createSender, deliverDeps } from "../../../create-hooklane.ts";
-import type { Hooklane } from "../../../hooklane.ts";
-import type { HttpSender } from "../../outbound/webhook-http-sender.ts";
-import { sweepWithin, type SweepReport } from "../../sweeper/webhook-sweeper.ts";
-import { createVercelLaneHandler } from "./vercel-lane-handler.ts";
-import { sweepBudgetMs, vercelLaneTimings } from "./vercel-queue-limits.ts";
-import { vercelSweepPhases } from "./vercel-sweep.ts";
+import { ConfigError } from "./config/env.ts";
+import { createSender, deliverDeps } from "./create-hooklane.ts";
+import type { Hooklane } from "./hooklane.ts";
+import type { HttpSender } from "./webhook/outbound/webhook-http-sender.ts";
+import { sweepWithin, type SweepReport } from "./webhook/sweeper/webhook-sweeper.ts";
+import { createVercelLaneHandler } from "./webhook/transport/vercel/vercel-lane-handler.ts";
+import { sweepBudgetMs, vercelLaneTimings } from "./webhook/transport/vercel/vercel-queue-limits.ts";
+import { vercelSweepPhases } from "./webhook/transport/vercel/vercel-sweep.ts";
 
 /**
  * The `webhook-out` lane on Vercel Queues: the push handler of the lane's

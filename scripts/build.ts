@@ -1,0 +1,91 @@
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { dirname, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Plugin } from "esbuild";
+
+// `npm run build` (and `preworker`, so `npm run worker` always runs what the source says): bundles the lane
+// worker into one ES module, dist/worker.mjs. Run from source, a worker spent most of its start resolving and
+// type-stripping ~600 modules (Node re-parses a package's whole package.json `exports` for every module it
+// resolves in that package: drizzle-orm's is 179 KB, read once per drizzle module); the bundle is one file.
+// Packages the worker never loads (imported lazily by the processes that need them) stay outside it.
+
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+export const DIST = "dist";
+
+/** The bundles: name (dist/<name>.mjs) → entry point. */
+export const ENTRY_POINTS = { worker: "app/worker.ts" };
+
+/**
+ * Imported only by other processes (the embedded database and its WebAssembly, Neon's driver, Vercel's helpers
+ * and queue, the mailer, the terminal log format) or never at all (pg's optional native binding): loaded from
+ * node_modules when, and only if, one is used.
+ */
+const EXTERNAL = [
+  "@electric-sql/pglite",
+  "@neondatabase/serverless",
+  "@vercel/functions",
+  "@vercel/queue",
+  "nodemailer",
+  "pino-pretty",
+  "pg-native",
+];
+
+/**
+ * `import.meta.url` in our own source names the file it is written in (the migrations folder, the catalogue
+ * are found relative to it); in a bundle it would name the bundle. Each use is rewritten to the source file's
+ * URL, computed from the bundle's own at run time, so the bundle works wherever the checkout is.
+ */
+const sourceFileUrls: Plugin = {
+  name: "source-file-urls",
+  setup(builder) {
+    builder.onLoad({ filter: /\.ts$/ }, async (args) => {
+      const source = await readFile(args.path, "utf8");
+      if (args.path.includes("/node_modules/") || !source.includes("import.meta.url")) return undefined;
+      const fromBundle = relative(`${REPO}${DIST}`, args.path).replaceAll("\\", "/");
+      const url = `new URL(${JSON.stringify(fromBundle)}, import.meta.url).href`;
+      return { contents: source.replaceAll("import.meta.url", url), loader: "ts" };
+    });
+  },
+};
+
+/**
+ * Builds every bundle; returns the files it consists of. A file whose content did not change is left alone and
+ * a changed one replaced by a rename, so workers started together (each `npm run worker` builds first) never
+ * load a half-written bundle.
+ */
+export async function buildBundles(): Promise<string[]> {
+  const result = await build({
+    write: false,
+    absWorkingDir: REPO,
+    entryPoints: ENTRY_POINTS,
+    outdir: DIST,
+    outExtension: { ".js": ".mjs" },
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node24",
+    external: EXTERNAL,
+    // CommonJS packages in an ES module bundle still call require() for Node's built-ins.
+    banner: {
+      js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
+    },
+    plugins: [sourceFileUrls],
+    sourcemap: "linked",
+    legalComments: "linked",
+    logLevel: "warning",
+  });
+  for (const file of result.outputFiles) {
+    const current = await readFile(file.path).catch(() => undefined);
+    if (current?.equals(file.contents)) continue;
+    await mkdir(dirname(file.path), { recursive: true });
+    const temporary = `${file.path}.${process.pid}.tmp`;
+    await writeFile(temporary, file.contents);
+    await rename(temporary, file.path);
+  }
+  return result.outputFiles.map((file) => relative(REPO, file.path));
+}
+
+if (import.meta.main) {
+  const files = await buildBundles();
+  if (!process.argv.includes("--quiet")) console.log(`[build] ${files.filter((f) => f.endsWith(".mjs")).join(", ")}`);
+}
