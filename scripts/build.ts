@@ -3,22 +3,25 @@ import { dirname, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 
-// `npm run build` (and `preworker`, so `npm run worker` always runs what the source says): bundles the lane
-// worker into one ES module, dist/worker.mjs. Run from source, a worker spent most of its start resolving and
-// type-stripping ~600 modules (Node re-parses a package's whole package.json `exports` for every module it
-// resolves in that package: drizzle-orm's is 179 KB, read once per drizzle module); the bundle is one file.
-// Packages the worker never loads (imported lazily by the processes that need them) stay outside it.
+// `npm run build` (also `preworker`, so `npm run worker` always runs what the source says, and `vercel-build`,
+// which Vercel runs before it traces the functions): bundles the lane worker and the Vercel functions' runtime
+// into one ES module each, dist/worker.mjs and dist/vercel-runtime.mjs. Run from source, a worker spent most of
+// its start resolving and type-stripping ~600 modules (Node re-parses a package's whole package.json `exports`
+// for every module it resolves in that package: drizzle-orm's is 179 KB, read once per drizzle module), and a
+// function's cold start the same; a bundle is one file. Packages imported lazily, by the processes that need
+// them, stay outside it.
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
 export const DIST = "dist";
 
 /** The bundles: name (dist/<name>.mjs) → entry point. */
-export const ENTRY_POINTS = { worker: "app/worker.ts" };
+export const ENTRY_POINTS = { worker: "app/worker.ts", "vercel-runtime": "app/vercel-runtime.ts" };
 
 /**
- * Imported only by other processes (the embedded database and its WebAssembly, Neon's driver, Vercel's helpers
- * and queue, the mailer, the terminal log format) or never at all (pg's optional native binding): loaded from
- * node_modules when, and only if, one is used.
+ * Imported lazily, only by the processes that use them (the embedded database and its WebAssembly, Neon's
+ * driver, Vercel's helpers and queue, the mailer, the terminal log format), or never (pg's optional native
+ * binding): loaded from node_modules when, and only if, one is used. A Vercel function carries those it may
+ * load (Vercel traces the bundle's imports).
  */
 const EXTERNAL = [
   "@electric-sql/pglite",
