@@ -18,18 +18,19 @@ export const DIST = "dist";
 export const ENTRY_POINTS = { worker: "app/worker.ts", "vercel-runtime": "app/vercel-runtime.ts" };
 
 /**
- * Imported lazily, only by the processes that use them (the embedded database and its WebAssembly, Neon's
- * driver, Vercel's helpers and queue, the mailer, the terminal log format), or never (pg's optional native
- * binding): loaded from node_modules when, and only if, one is used. A Vercel function carries those it may
- * load (Vercel traces the bundle's imports).
+ * Left out of the bundles and loaded from node_modules when, and only if, a process imports them: the embedded
+ * database with its WebAssembly and data files (and drizzle's adapters for it), the mailer, the terminal log
+ * format, Vercel's helpers, pg's optional native binding (never). Everything else is bundled, the packages
+ * imported lazily too: esbuild evaluates a module reached by `import()` only when that runs, whereas an external
+ * package that a bundled module imports statically is imported when the bundle starts.
  */
 const EXTERNAL = [
   "@electric-sql/pglite",
-  "@neondatabase/serverless",
-  "@vercel/functions",
-  "@vercel/queue",
+  "drizzle-orm/pglite",
+  "drizzle-orm/pglite/migrator",
   "nodemailer",
   "pino-pretty",
+  "@vercel/functions",
   "pg-native",
 ];
 
