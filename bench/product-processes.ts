@@ -66,7 +66,7 @@ export async function startApi(
 ): Promise<ProductProcess & { url: string }> {
   const port = options.port ?? (await freePort());
   const started = await startProduct(settings, {
-    script: "app/server.ts",
+    args: ["app/server.ts"],
     name: options.name,
     env: { PORT: String(port), HOOKLANE_LANE: "off", ENABLE_API_EVENT_QUEUE: String(options.publish) },
     ready: /hooklane API on /,
@@ -76,10 +76,13 @@ export async function startApi(
 
 let bundles: Promise<unknown> | undefined;
 
+/** `npm run worker`'s command line after `node` (its V8 flags, the bundle), read from package.json. */
+const WORKER_ARGS = npmScriptNodeArgs("worker");
+
 /**
- * One lane worker as `npm run worker` runs it (`node dist/worker.mjs`, the bundle built first — once per run
- * here), `env` added; with `fromSource`, as the source runs (`node app/worker.ts`), for comparison. Resolves
- * once its lane started: its deliver loop has sent its first claim and its sweeper runs.
+ * One lane worker as `npm run worker` runs it (`node <flags> dist/worker.mjs`, the bundle built first — once
+ * per run here), `env` added; with `fromSource`, with the same flags from source (`app/worker.ts`), for
+ * comparison. Resolves once its lane started: its deliver loop has sent its first claim and its sweeper runs.
  */
 export async function startWorker(
   settings: ProductSettings,
@@ -87,7 +90,7 @@ export async function startWorker(
 ): Promise<ProductProcess> {
   if (!options.fromSource) await (bundles ??= buildBundles());
   return startProduct(settings, {
-    script: options.fromSource ? "app/worker.ts" : "dist/worker.mjs",
+    args: options.fromSource ? [...WORKER_ARGS.slice(0, -1), "app/worker.ts"] : WORKER_ARGS,
     name: options.name,
     env: options.env ?? {},
     ready: /lane worker .* started/,
@@ -115,7 +118,7 @@ export async function startPipeline(
 
 async function startProduct(
   settings: ProductSettings,
-  options: { script: string; name: string; env: Record<string, string>; ready: RegExp },
+  options: { args: string[]; name: string; env: Record<string, string>; ready: RegExp },
 ): Promise<ProductProcess> {
   const logFile = join(settings.logDir, `${options.name}.log`);
   const log = createWriteStream(logFile);
@@ -123,7 +126,7 @@ async function startProduct(
     ? ["--cpu-prof", `--cpu-prof-dir=${settings.logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
     : [];
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...profile, options.script], {
+  const child = spawn(process.execPath, [...profile, ...options.args], {
     cwd: REPO,
     stdio: ["ignore", "pipe", "pipe"],
     // Only what the product needs, so a developer's own DATABASE_URL or retry schedule cannot leak in.
@@ -189,6 +192,16 @@ async function startProduct(
       await exited;
     },
   };
+}
+
+/** The arguments after `node` of an npm script that is one `node …` command. */
+function npmScriptNodeArgs(name: string): string[] {
+  const packageJson = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+    scripts: Record<string, string>;
+  };
+  const [command, ...args] = packageJson.scripts[name]?.split(/\s+/) ?? [];
+  if (command !== "node" || args.length === 0) throw new Error(`npm run ${name} is not one node command`);
+  return args;
 }
 
 // USER_HZ: the unit of /proc/<pid>/stat's times on every Linux Node runs on.

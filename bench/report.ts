@@ -138,7 +138,7 @@ export function resultRows(results: BenchResults): Row[] {
     rows.push([
       `6 backlog: one worker, ${count(backlog.dispatches)} dispatches`,
       `RSS idle ${mb(backlog.idleRssBytes)}, peak ${mb(backlog.peakRssBytes)} (VmHWM ${mb(backlog.highWaterBytes)})`,
-      `drained at ${count(backlog.deliveriesPerSecond)} /s`,
+      `drained at ${count(backlog.deliveriesPerSecond)} /s, ${count(backlog.cpuUsPerDelivery)} µs worker CPU/delivery`,
     ]);
   }
   if (fairness) {

@@ -23,6 +23,8 @@ export interface BacklogResult {
   /** The kernel's own high-water mark (VmHWM) at the end. */
   highWaterBytes: number;
   deliveriesPerSecond: number;
+  /** The worker's CPU time (user + system) per delivery while it drained, in microseconds. */
+  cpuUsPerDelivery: number;
   complete: boolean;
 }
 
@@ -54,6 +56,7 @@ export async function backlogMemory(context: BenchContext): Promise<BacklogResul
     const idleRssBytes = worker.memory()?.rss ?? NaN;
     await context.subscriber.call("reset");
     context.progress(`backlog: inserting ${dispatches.toLocaleString("en")} dispatches (idle RSS ${mb(idleRssBytes)})`);
+    const cpuBeforeMs = worker.cpuMs();
     await context.db.insertDispatches(webhookId!, dispatches, "backlog");
     const started = now();
     const delivered = await waitForDeliveries(context, {
@@ -63,6 +66,7 @@ export async function backlogMemory(context: BenchContext): Promise<BacklogResul
       recorded: () => context.db.delivered(),
       deadline: deliveryDeadline(dispatches),
     });
+    const cpuMs = worker.cpuMs() - cpuBeforeMs;
     const memory = worker.memory();
     peakRssBytes = Math.max(peakRssBytes, memory?.rss ?? 0);
     return {
@@ -72,6 +76,7 @@ export async function backlogMemory(context: BenchContext): Promise<BacklogResul
       peakRssBytes,
       highWaterBytes: memory?.peak ?? NaN,
       deliveriesPerSecond: delivered.complete ? (dispatches * 1_000) / (delivered.doneAt - started) : NaN,
+      cpuUsPerDelivery: delivered.complete ? (cpuMs * 1_000) / dispatches : NaN,
       complete: delivered.complete,
     };
   } finally {
