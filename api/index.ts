@@ -1,4 +1,5 @@
-import { handleApiRequest } from "../app/vercel-runtime.ts";
+// The bundle of app/vercel-runtime.ts (npm run build; vercel-build builds it before Vercel traces this file).
+import { handleApiRequest } from "#vercel-runtime";
 
 // The API function: every path but the lane and the cron is rewritten here (vercel.json).
 export const GET = handleApiRequest;

@@ -1,9 +1,9 @@
 import { config, type Config } from "../lib/config/env.ts";
-import { createHooklane, createVercelLane } from "../lib/create-hooklane.ts";
+import { createHooklane } from "../lib/create-hooklane.ts";
+import { createVercelLane } from "../lib/create-vercel-lane.ts";
 import { SchemaBehindError } from "../lib/db/migrations.ts";
 import { createLogger } from "../lib/log/logger.ts";
 import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
-import { createApp } from "./app.ts";
 
 /** The three Vercel functions' handlers (`api/`). */
 export interface VercelRuntime {
@@ -20,27 +20,32 @@ export interface VercelRuntime {
  * reused while warm. A start that fails (the database waking up, a schema
  * behind the code) is not kept: the request answers 503 — naming the
  * command to run when the schema is behind — and the next request starts
- * again.
+ * again. The API's routes, pages and schemas are imported by the API
+ * function alone: the lane's and the cron's instances never load them.
  */
 export function createVercelRuntime(loadConfig: () => Config = config): VercelRuntime {
   const services = retryingOnce(async () => {
     const hooklane = await createHooklane(loadConfig());
     // The ledger's gauges on the API's /metrics: any instance reads them alike (its own counters come and go).
     exposeLedgerMetrics(hooklane);
-    return { hooklane, api: createApp(hooklane).fetch, lane: createVercelLane(hooklane) };
+    return { hooklane, lane: createVercelLane(hooklane) };
   });
-  const serve = async (use: (started: Awaited<ReturnType<typeof services>>) => Promise<Response> | Response) => {
+  const api = retryingOnce(async () => {
+    const [{ createApp }, started] = await Promise.all([import("./app.ts"), services()]);
+    return createApp(started.hooklane).fetch;
+  });
+  const serve = async <T>(start: () => Promise<T>, use: (started: T) => Promise<Response> | Response) => {
     let started;
     try {
-      started = await services();
+      started = await start();
     } catch (error) {
       return startFailed(error, loadConfig);
     }
     return use(started);
   };
   return {
-    api: (request) => serve((s) => s.api(request)),
-    lane: (request) => serve((s) => s.lane.handler(request)),
+    api: (request) => serve(api, (fetch) => fetch(request)),
+    lane: (request) => serve(services, (s) => s.lane.handler(request)),
     async sweep(request) {
       // Refused before anything starts: an anonymous caller cannot make an instance connect.
       let secret;
@@ -52,7 +57,7 @@ export function createVercelRuntime(loadConfig: () => Config = config): VercelRu
       if (!secret || request.headers.get("authorization") !== `Bearer ${secret}`) {
         return new Response("unauthorized", { status: 401 });
       }
-      return serve(async (s) => Response.json(await s.lane.sweep()));
+      return serve(services, async (s) => Response.json(await s.lane.sweep()));
     },
   };
 }

@@ -1,6 +1,5 @@
 import { ConfigError, config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
-import { startOpsServer } from "./ops-server.ts";
 import { runProcess } from "./process-lifecycle.ts";
 
 /**
@@ -17,7 +16,10 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   }
   const hooklane = await createHooklane(settings);
   const lane = await startLane(hooklane);
-  const ops = settings.metricsPort ? await startOpsServer(hooklane, settings.metricsPort) : undefined;
+  // The ops server (hono) is loaded only when asked for.
+  const ops = settings.metricsPort
+    ? await (await import("./ops-server.ts")).startOpsServer(hooklane, settings.metricsPort)
+    : undefined;
   hooklane.logger.info(`webhook-out lane worker ${lane.workerId} started`);
   if (ops) hooklane.logger.info(`worker metrics, health and readiness on http://localhost:${ops.port}`);
 

@@ -9,7 +9,8 @@ export interface BenchSizes {
   endToEnd: { warmup: number; light: number; lightRate: number; events: number; connections: number };
   fanOut: { webhooks: number };
   throughput: { deliveries: number; rounds: number };
-  backlog: { dispatches: number };
+  /** `starts` rounds of one worker started from the bundle and one from source, then the backlog of `dispatches`. */
+  backlog: { starts: number; dispatches: number };
   /**
    * Healthy webhooks' light load (`events` at `rate` per second after `warmup`), alone and beside
    * `slowWebhooks` answering after `slowMs`, each with `backlogPerSlowWebhook` dispatches queued.
@@ -35,7 +36,7 @@ const FULL: BenchSizes = {
   endToEnd: { warmup: 500, light: 1_000, lightRate: 200, events: 20_000, connections: 32 },
   fanOut: { webhooks: 10_000 },
   throughput: { deliveries: 10_000, rounds: 4 },
-  backlog: { dispatches: 100_000 },
+  backlog: { starts: 5, dispatches: 100_000 },
   fairness: { warmup: 50, events: 1_000, rate: 100, slowWebhooks: 1, slowMs: 3_000, backlogPerSlowWebhook: 2_000 },
   concurrency: 200,
   connections: 16,
@@ -46,7 +47,7 @@ const QUICK: BenchSizes = {
   endToEnd: { warmup: 50, light: 100, lightRate: 200, events: 1_000, connections: 32 },
   fanOut: { webhooks: 1_000 },
   throughput: { deliveries: 1_000, rounds: 1 },
-  backlog: { dispatches: 5_000 },
+  backlog: { starts: 2, dispatches: 5_000 },
   fairness: { warmup: 20, events: 100, rate: 50, slowWebhooks: 1, slowMs: 2_000, backlogPerSlowWebhook: 200 },
   concurrency: 200,
   connections: 16,

@@ -3,6 +3,7 @@ import { createWriteStream, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildBundles } from "../scripts/build.ts";
 import { stopChild } from "./rpc.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
@@ -38,6 +39,8 @@ export interface ProductProcess {
   readonly logFile: string;
   /** Resolves with the exit code (null when a signal ended it). */
   readonly exited: Promise<number | null>;
+  /** From its spawn to its ready line, in milliseconds (for a lane worker: its lane claims and its sweeper runs). */
+  readonly startMs: number;
   /** Lines it wrote to stderr so far. */
   stderrLines(): number;
   /** False once it exited. */
@@ -63,7 +66,7 @@ export async function startApi(
 ): Promise<ProductProcess & { url: string }> {
   const port = options.port ?? (await freePort());
   const started = await startProduct(settings, {
-    script: "app/server.ts",
+    args: ["app/server.ts"],
     name: options.name,
     env: { PORT: String(port), HOOKLANE_LANE: "off", ENABLE_API_EVENT_QUEUE: String(options.publish) },
     ready: /hooklane API on /,
@@ -71,13 +74,23 @@ export async function startApi(
   return { ...started, url: `http://127.0.0.1:${port}` };
 }
 
-/** One lane worker as `npm run worker` runs it (`node app/worker.ts`), `env` added. Resolves once its lane started. */
-export function startWorker(
+let bundles: Promise<unknown> | undefined;
+
+/** `npm run worker`'s command line after `node` (its V8 flags, the bundle), read from package.json. */
+const WORKER_ARGS = npmScriptNodeArgs("worker");
+
+/**
+ * One lane worker as `npm run worker` runs it (`node <flags> dist/worker.mjs`, the bundle built first — once
+ * per run here), `env` added; with `fromSource`, with the same flags from source (`app/worker.ts`), for
+ * comparison. Resolves once its lane started: its deliver loop has sent its first claim and its sweeper runs.
+ */
+export async function startWorker(
   settings: ProductSettings,
-  options: { name: string; env?: Record<string, string> },
+  options: { name: string; env?: Record<string, string>; fromSource?: boolean },
 ): Promise<ProductProcess> {
+  if (!options.fromSource) await (bundles ??= buildBundles());
   return startProduct(settings, {
-    script: "app/worker.ts",
+    args: options.fromSource ? [...WORKER_ARGS.slice(0, -1), "app/worker.ts"] : WORKER_ARGS,
     name: options.name,
     env: options.env ?? {},
     ready: /lane worker .* started/,
@@ -105,14 +118,15 @@ export async function startPipeline(
 
 async function startProduct(
   settings: ProductSettings,
-  options: { script: string; name: string; env: Record<string, string>; ready: RegExp },
+  options: { args: string[]; name: string; env: Record<string, string>; ready: RegExp },
 ): Promise<ProductProcess> {
   const logFile = join(settings.logDir, `${options.name}.log`);
   const log = createWriteStream(logFile);
   const profile = settings.cpuProfile
     ? ["--cpu-prof", `--cpu-prof-dir=${settings.logDir}`, `--cpu-prof-name=${options.name}.cpuprofile`]
     : [];
-  const child = spawn(process.execPath, [...profile, options.script], {
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...profile, ...options.args], {
     cwd: REPO,
     stdio: ["ignore", "pipe", "pipe"],
     // Only what the product needs, so a developer's own DATABASE_URL or retry schedule cannot leak in.
@@ -142,7 +156,7 @@ async function startProduct(
   });
   void exited.then(() => log.end());
 
-  await new Promise<void>((resolve, reject) => {
+  const startMs = await new Promise<number>((resolve, reject) => {
     let seen = "";
     const limitMs = settings.startTimeoutMs ?? 30_000;
     const timer = setTimeout(() => fail(new Error(`${options.name} did not start within ${limitMs} ms`)), limitMs);
@@ -156,7 +170,7 @@ async function startProduct(
       if (options.ready.test(seen)) {
         clearTimeout(timer);
         child.stdout.off("data", onData);
-        resolve();
+        resolve(performance.now() - spawnedAt);
       }
     });
     void exited.then((code) => fail(new Error(`${options.name} exited with ${code} while starting`)));
@@ -167,6 +181,7 @@ async function startProduct(
     pid: child.pid!,
     logFile,
     exited,
+    startMs,
     stderrLines: () => stderrLines,
     alive: () => child.exitCode === null && child.signalCode === null,
     memory: () => processMemory(child.pid!),
@@ -177,6 +192,16 @@ async function startProduct(
       await exited;
     },
   };
+}
+
+/** The arguments after `node` of an npm script that is one `node …` command. */
+function npmScriptNodeArgs(name: string): string[] {
+  const packageJson = JSON.parse(readFileSync(join(REPO, "package.json"), "utf8")) as {
+    scripts: Record<string, string>;
+  };
+  const [command, ...args] = packageJson.scripts[name]?.split(/\s+/) ?? [];
+  if (command !== "node" || args.length === 0) throw new Error(`npm run ${name} is not one node command`);
+  return args;
 }
 
 // USER_HZ: the unit of /proc/<pid>/stat's times on every Linux Node runs on.

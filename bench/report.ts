@@ -136,10 +136,16 @@ export function resultRows(results: BenchResults): Row[] {
     );
   }
   if (backlog) {
+    const { startup } = backlog;
+    rows.push([
+      `6 start-up: spawn → lane started (median of ${startup.bundleMs.length})`,
+      `${ms(median(startup.bundleMs))} (${startup.bundleMs.map((t) => ms(t)).join(" · ")}), idle RSS ${mb(median(startup.bundleIdleRssBytes))}`,
+      `from source: ${ms(median(startup.sourceMs))}, idle RSS ${mb(median(startup.sourceIdleRssBytes))}`,
+    ]);
     rows.push([
       `6 backlog: one worker, ${count(backlog.dispatches)} dispatches`,
       `RSS idle ${mb(backlog.idleRssBytes)}, peak ${mb(backlog.peakRssBytes)} (VmHWM ${mb(backlog.highWaterBytes)})`,
-      `drained at ${count(backlog.deliveriesPerSecond)} /s`,
+      `drained at ${count(backlog.deliveriesPerSecond)} /s, ${count(backlog.cpuUsPerDelivery)} µs worker CPU/delivery`,
     ]);
   }
   if (fairness) {

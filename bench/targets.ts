@@ -1,5 +1,6 @@
-import { count, ms, percent, ratio } from "./format.ts";
+import { count, mb, ms, percent, ratio } from "./format.ts";
 import type { BenchResults } from "./report.ts";
+import { median } from "./stats.ts";
 
 export interface TargetVerdict {
   /** SPEC's wording, shortened. */
@@ -10,6 +11,8 @@ export interface TargetVerdict {
 }
 
 const FAN_OUT_TARGET_WEBHOOKS = 10_000;
+const BACKLOG_TARGET_DISPATCHES = 100_000;
+const MB = 1_048_576;
 
 /** SPEC's "Targets", each judged from this run's figures. */
 export function evaluateTargets(results: BenchResults): TargetVerdict[] {
@@ -69,6 +72,29 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       target: "fan-out: one event to 10,000 webhooks routed in ≤ 1 s",
       figure: fan ? `${ms(fan.routeMs)} for ${count(fan.webhooks)} webhooks` : "—",
       met: fan && fan.webhooks >= FAN_OUT_TARGET_WEBHOOKS ? judge(fan.routeMs, (t) => t <= 1_000) : undefined,
+    },
+    {
+      target: "footprint: an idle lane worker ≤ 120 MB RSS",
+      figure: backlog ? mb(backlog.idleRssBytes) : "—",
+      met: judge(backlog?.idleRssBytes ?? NaN, (rss) => rss <= 120 * MB),
+    },
+    {
+      target: "footprint: ≤ 200 MB RSS draining 100,000 dispatches",
+      figure: backlog
+        ? `${mb(backlog.peakRssBytes)} draining ${count(backlog.dispatches)} (VmHWM ${mb(backlog.highWaterBytes)})`
+        : "—",
+      met:
+        backlog && backlog.dispatches >= BACKLOG_TARGET_DISPATCHES
+          ? judge(backlog.peakRssBytes, (rss) => rss <= 200 * MB)
+          : undefined,
+    },
+    {
+      target: "start-up: a lane worker's spawn to its first claim ≤ 1 s",
+      figure: backlog
+        ? `${ms(median(backlog.startup.bundleMs))} (median of ${backlog.startup.bundleMs.length}; ` +
+          `from source ${ms(median(backlog.startup.sourceMs))})`
+        : "—",
+      met: judge(median(backlog?.startup.bundleMs ?? []), (t) => t <= 1_000),
     },
     {
       target: "isolation: a healthy webhook's p95 within 2× while a slow one shares its origin",

@@ -1,4 +1,3 @@
-import { getDeadline } from "@vercel/functions";
 import { createTokenVerifier } from "./auth/jwt.ts";
 import { ConfigError, type Config } from "./config/env.ts";
 import { openDatabase, type Database } from "./db/client.ts";
@@ -14,15 +13,9 @@ import { createSecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
 import { createSubscriptionCache } from "./webhook/outbound/webhook-subscription-cache.ts";
 import { startPostgresLane, type Lane } from "./webhook/transport/postgres/postgres-lane.ts";
 import { createPostgresTransport } from "./webhook/transport/postgres/postgres-transport.ts";
-import { startSweeper, sweepWithin, SWEEP_INTERVAL_MS, type SweepReport } from "./webhook/sweeper/webhook-sweeper.ts";
-import { createVercelLaneHandler } from "./webhook/transport/vercel/vercel-lane-handler.ts";
-import { sweepBudgetMs, vercelLaneTimings } from "./webhook/transport/vercel/vercel-queue-limits.ts";
-import { vercelSweepPhases } from "./webhook/transport/vercel/vercel-sweep.ts";
-import {
-  createQueueClient,
-  createVercelTransport,
-  type VercelQueue,
-} from "./webhook/transport/vercel/vercel-transport.ts";
+import { startSweeper, SWEEP_INTERVAL_MS } from "./webhook/sweeper/webhook-sweeper.ts";
+import { vercelLaneTimings } from "./webhook/transport/vercel/vercel-queue-limits.ts";
+import type { VercelQueue } from "./webhook/transport/vercel/vercel-transport.ts";
 
 /**
  * Builds the product's services from a configuration: opens the database
@@ -30,7 +23,9 @@ import {
  * step, only verifying its schema — SchemaBehindError when it is behind),
  * syncs the catalogue into it when `CATALOGUE_AUTO_SYNC` is on, and wires
  * transport, publisher and auth. With the vercel driver the lane's timings
- * are checked first (a ConfigError names the variable at fault).
+ * are checked first (a ConfigError names the variable at fault). Vercel's
+ * transport and helpers are imported only when configured, so a lane worker
+ * or `npm start` never loads them.
  * `outboxForwardGraceMs` shortens how long the Vercel sweep leaves a fresh
  * outbox row to its forward (tests).
  */
@@ -56,12 +51,21 @@ export async function createHooklane(
       vercelFunction: config.onVercel,
     }));
   if (config.catalogueAutoSync) await autoSyncCatalogue(database, logger);
-  const transport =
-    config.queueDriver === "vercel"
-      ? createVercelTransport(database, options.queue ?? createQueueClient(), logger, {
-          ...(options.outboxForwardGraceMs === undefined ? {} : { forwardGraceMs: options.outboxForwardGraceMs }),
-        })
-      : createPostgresTransport(database);
+  let transport;
+  let waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  if (config.queueDriver === "vercel") {
+    const [{ createQueueClient, createVercelTransport }, vercelFunctions] = await Promise.all([
+      import("./webhook/transport/vercel/vercel-transport.ts"),
+      import("@vercel/functions"),
+    ]);
+    // A forward to the queue outlives the response only when the function is told to wait for it.
+    waitUntil = vercelFunctions.waitUntil;
+    transport = createVercelTransport(database, options.queue ?? createQueueClient(), logger, {
+      ...(options.outboxForwardGraceMs === undefined ? {} : { forwardGraceMs: options.outboxForwardGraceMs }),
+    });
+  } else {
+    transport = createPostgresTransport(database);
+  }
   const subscriptions = createSubscriptionCache(database, { logger });
   const publisher = createApiEventPublisher({
     enabled: config.publishEnabled,
@@ -69,6 +73,7 @@ export async function createHooklane(
     subscriptions,
     transport,
     logger,
+    ...(waitUntil ? { waitUntil } : {}),
   });
   return {
     config,
@@ -103,7 +108,8 @@ export function deliverDeps(hooklane: Hooklane, sender: HttpSender): DeliverDeps
   };
 }
 
-function createSender(config: Config): HttpSender {
+/** The lane's outbound HTTP sender, as configured. */
+export function createSender(config: Config): HttpSender {
   return createHttpSender({
     timeoutMs: config.timeoutMs,
     connectionsPerOrigin: config.connectionsPerOrigin,
@@ -153,46 +159,6 @@ export async function startLane(
       await sweeper.stop();
       await lane.stop();
       if (!options.sender) await sender.close();
-    },
-  };
-}
-
-/**
- * The `webhook-out` lane on Vercel Queues: the push handler of the lane's
- * function, and the sweep its cron runs — the transport's phases and every
- * sweeper task, interleaved within the cron's time budget (`budgetMs` and
- * `clock` override it; `now` is the clock a message's expiry is judged by).
- */
-export function createVercelLane(
-  hooklane: Hooklane,
-  options: { sender?: HttpSender; now?: () => number } = {},
-): {
-  handler: (request: Request) => Promise<Response>;
-  sweep(options?: { budgetMs?: number; clock?: () => number }): Promise<SweepReport>;
-} {
-  const { config, transport, database } = hooklane;
-  if (transport.name !== "vercel") throw new ConfigError("createVercelLane needs WEBHOOK_QUEUE_DRIVER=vercel");
-  return {
-    handler: createVercelLaneHandler({
-      database,
-      transport,
-      deliver: deliverDeps(hooklane, options.sender ?? createSender(config)),
-      logger: hooklane.logger,
-      caps: config.caps,
-      breaker: config.breaker,
-      timings: vercelLaneTimings(config),
-      mailer: hooklane.mailer,
-      ...(options.now ? { now: options.now } : {}),
-    }),
-    async sweep(run = {}) {
-      const workerId = `sweeper/${process.pid}`;
-      const clock = run.clock ?? Date.now;
-      return sweepWithin(hooklane, {
-        workerId,
-        budgetMs: run.budgetMs ?? sweepBudgetMs(getDeadline(), clock()),
-        clock,
-        phases: vercelSweepPhases({ database, transport, workerId }),
-      });
     },
   };
 }

@@ -29,5 +29,5 @@ const { lane, sweeper } = VERCEL_FUNCTIONS;
 console.log(
   `[vercel:check] static files: only ${PUBLIC_DIR}/; lane function: one queue trigger for both topics, ` +
     `maxDuration ${lane.maxDurationSeconds} s, maxConcurrency ${lane.maxConcurrency}; sweeper maxDuration ` +
-    `${sweeper.maxDurationSeconds} s, cron registered; every function on Node 24 with the migration journal`,
+    `${sweeper.maxDurationSeconds} s, cron registered; every function on Node 24 with the migration journal and its bundle`,
 );

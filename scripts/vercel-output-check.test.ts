@@ -16,6 +16,7 @@ function fitDeployment(): { output: string; publicDir: string; root: string } {
     const dir = `output/functions/${path.replace(/\.ts$/, ".func")}`;
     put(`${dir}/.vc-config.json`, { runtime: "nodejs24.x", ...config });
     put(`${dir}/drizzle/meta/_journal.json`, { entries: [] });
+    put(`${dir}/dist/vercel-runtime.mjs`, "export {};\n");
   };
   fn("api/index.ts", { maxDuration: 30 });
   fn(VERCEL_FUNCTIONS.lane.path, {
@@ -89,9 +90,11 @@ describe("checkVercelOutput", () => {
       }),
     );
     rmSync(join(lane, "drizzle"), { recursive: true });
+    rmSync(join(lane, "dist"), { recursive: true });
     expect(checkVercelOutput(output, publicDir)).toEqual([
       "api/webhook-out.ts runs on nodejs22.x, not nodejs24.x",
       "api/webhook-out.ts does not carry drizzle/meta/_journal.json, which its schema check reads",
+      "api/webhook-out.ts does not carry dist/vercel-runtime.mjs, the bundle it runs",
       "the lane's queue triggers (webhook-out-route) miss webhook-out-deliver",
       `the lane's maxDuration is 30, not ${VERCEL_FUNCTIONS.lane.maxDurationSeconds}`,
       "the lane's maxDuration is the API's, not its own",

@@ -7,6 +7,8 @@ import { VERCEL_FUNCTIONS, VERCEL_QUEUES } from "../lib/webhook/transport/vercel
 export const NEVER_STATIC = ["lib", "test", "app", "scripts", "bench", "drizzle", "catalogue", "api", "docs", ".ci"];
 const SWEEPER_PATH = "/api/cron/webhook-sweeper";
 const NODE_RUNTIME = "nodejs24.x";
+/** What `#vercel-runtime` (package.json `imports`) names at run time: scripts/build.ts writes it. */
+const VERCEL_RUNTIME_BUNDLE = "dist/vercel-runtime.mjs";
 
 interface FunctionConfig {
   runtime?: string;
@@ -19,7 +21,8 @@ interface FunctionConfig {
  * the product needs: only the files of `publicDir` served as static files
  * (never a source folder or a dotfile); the lane its own function with one
  * queue trigger covering both topics, the `maxDuration` and `maxConcurrency`
- * VERCEL_FUNCTIONS states, and the migration journal its schema check reads;
+ * VERCEL_FUNCTIONS states, the migration journal its schema check reads
+ * and the bundle every function runs;
  * the sweeper's `maxDuration` and cron. Returns the problems found, none
  * when the deployment is fit to ship.
  */
@@ -48,6 +51,10 @@ export function checkVercelOutput(output: string, publicDir: string): string[] {
     // Every function checks the schema against the journal when it starts.
     if (!existsSync(join(functionDir(source), "drizzle/meta/_journal.json"))) {
       problems.push(`${source} does not carry drizzle/meta/_journal.json, which its schema check reads`);
+    }
+    // Its code is the bundle vercel-build makes (`#vercel-runtime`), not hundreds of modules to resolve at a cold start.
+    if (!existsSync(join(functionDir(source), VERCEL_RUNTIME_BUNDLE))) {
+      problems.push(`${source} does not carry ${VERCEL_RUNTIME_BUNDLE}, the bundle it runs`);
     }
   }
 

@@ -1,4 +1,5 @@
-import { handleSweepRequest } from "../../app/vercel-runtime.ts";
+// The bundle of app/vercel-runtime.ts (npm run build; vercel-build builds it before Vercel traces this file).
+import { handleSweepRequest } from "#vercel-runtime";
 
 // The sweeper, run by the cron in vercel.json.
 export const GET = handleSweepRequest;

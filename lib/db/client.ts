@@ -1,13 +1,8 @@
 import { mkdirSync } from "node:fs";
-import { PGlite } from "@electric-sql/pglite";
-import * as neon from "@neondatabase/serverless";
-import { attachDatabasePool } from "@vercel/functions";
+import type { PGlite } from "@electric-sql/pglite";
 import type { SQL } from "drizzle-orm";
-import { drizzle as drizzleNeon } from "drizzle-orm/neon-serverless";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
@@ -71,7 +66,10 @@ export interface DatabaseOptions {
  * Opens the database — node-postgres or Neon's serverless driver for a URL,
  * embedded PGlite otherwise — and applies pending migrations (or verifies
  * the schema, per `schema`) before returning. Throws SchemaBehindError when
- * verifying finds it behind; nothing is left open when it throws.
+ * verifying finds it behind; nothing is left open when it throws. PGlite
+ * (and its WebAssembly), Neon's driver and Vercel's helpers are imported
+ * only by the process that uses them: a lane worker on node-postgres never
+ * loads them.
  */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   if (!options.databaseUrl) return openPglite(options);
@@ -81,6 +79,10 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     application_name: options.applicationName ?? "hooklane",
   };
   if (options.driver === "neon") {
+    const [neon, { drizzle: drizzleNeon }] = await Promise.all([
+      import("@neondatabase/serverless"),
+      import("drizzle-orm/neon-serverless"),
+    ]);
     const pool = new neon.Pool(settings);
     return openPooled("neon", pool as unknown as pg.Pool, options, {
       drizzle: (logger) => drizzleNeon(pool, { schema, logger }) as unknown as Db,
@@ -133,7 +135,10 @@ async function openPooled(
   // emits "error" with no listener of the pool's, which would crash the process. Its caller hears of
   // it through the statement that was running or the next one, and the pool drops it on release.
   pool.on("connect", (client) => client.on("error", (error) => void outage.report(error)));
-  if (options.vercelFunction) attachDatabasePool(pool);
+  if (options.vercelFunction) {
+    const { attachDatabasePool } = await import("@vercel/functions/db-connections");
+    attachDatabasePool(pool);
+  }
   const counter = queryCounter();
   const listener = createSharedListener({ connect: driver.listener, logger: log, outage });
   const database = facade(kind, driver.drizzle(counter), {
@@ -189,7 +194,11 @@ function facade(
 async function openPglite(options: DatabaseOptions): Promise<Database> {
   const dataDir = options.pgliteDataDir ?? "memory://";
   if (!options.pglite && !dataDir.includes("://")) mkdirSync(dataDir, { recursive: true });
-  const client = options.pglite ?? (await PGlite.create(dataDir));
+  const [{ drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
+    import("drizzle-orm/pglite"),
+    import("drizzle-orm/pglite/migrator"),
+  ]);
+  const client = options.pglite ?? (await (await import("@electric-sql/pglite")).PGlite.create(dataDir));
   await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS_FOLDER });
   const counter = queryCounter();
   const db = drizzlePglite(client, { schema, logger: counter }) as unknown as Db;

@@ -1,4 +1,4 @@
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 
 export interface MailMessage {
   to: string;
@@ -11,12 +11,17 @@ export interface Mailer {
   send(message: MailMessage): Promise<void>;
 }
 
-/** A mailer over SMTP (`SMTP_URL`, e.g. `smtp://user:pass@host:587`), sending as `from` (`SMTP_FROM`). */
+/**
+ * A mailer over SMTP (`SMTP_URL`, e.g. `smtp://user:pass@host:587`), sending
+ * as `from` (`SMTP_FROM`). nodemailer is loaded with the first message: a
+ * process that never mails never loads it.
+ */
 export function createSmtpMailer(options: { url: string; from: string }): Mailer {
-  const transport = nodemailer.createTransport(options.url);
+  let transport: Promise<Transporter> | undefined;
   return {
     async send(message) {
-      await transport.sendMail({ from: options.from, ...message });
+      transport ??= import("nodemailer").then((nodemailer) => nodemailer.default.createTransport(options.url));
+      await (await transport).sendMail({ from: options.from, ...message });
     },
   };
 }

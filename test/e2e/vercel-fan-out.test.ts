@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from "vitest";
-import { createVercelLane } from "../../lib/create-hooklane.ts";
+import { createVercelLane } from "../../lib/create-vercel-lane.ts";
 import { webhook } from "../../lib/db/schema.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signature.ts";

@@ -1,6 +1,7 @@
 import { count, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHooklane, createVercelLane } from "../../lib/create-hooklane.ts";
+import { createHooklane } from "../../lib/create-hooklane.ts";
+import { createVercelLane } from "../../lib/create-vercel-lane.ts";
 import { webhookDispatch, webhookRouteJob } from "../../lib/db/schema.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { handleRouteMessage } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";

@@ -1,4 +1,3 @@
-import { waitUntil } from "@vercel/functions";
 import type { Database } from "../../db/client.ts";
 import type { Logger } from "../../log/logger.ts";
 import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
@@ -55,6 +54,8 @@ export function createApiEventPublisher(deps: {
   subscriptions: SubscriptionCache;
   transport: WebhookTransport;
   logger: Logger;
+  /** Keeps a forward alive past the response (`waitUntil` of `@vercel/functions`, given with the vercel transport). */
+  waitUntil?: (promise: Promise<unknown>) => void;
 }): ApiEventPublisher {
   const inFlight = new Set<Promise<void>>();
   const stats = { considered: 0, published: 0, unsubscribed: 0, failed: 0 };
@@ -98,7 +99,7 @@ export function createApiEventPublisher(deps: {
           "forwarding a committed event failed; the sweep resends it",
         );
       });
-      waitUntil(forward);
+      deps.waitUntil?.(forward);
       inFlight.add(forward);
       void forward.finally(() => inFlight.delete(forward));
     },
