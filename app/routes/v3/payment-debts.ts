@@ -87,8 +87,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const owner = await owningAccount(c, body.account);
-      const [row] = await c.var.database.db
-        .insert(paymentDebt)
+      const [row] = await c
+        .get("database")
+        .db.insert(paymentDebt)
         .values({ ...body, account: owner })
         .returning();
       return ok(c, presentPaymentDebt(row!), 201);
@@ -108,8 +109,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The updated payment debt.", schema: paymentDebtSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.var.database.db
-        .update(paymentDebt)
+      const [row] = await c
+        .get("database")
+        .db.update(paymentDebt)
         .set(body)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
         .returning();
@@ -135,8 +137,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       },
     },
     async (c) => {
-      const [row] = await c.var.database.db
-        .delete(paymentDebt)
+      const [row] = await c
+        .get("database")
+        .db.delete(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
         .returning({ id: paymentDebt.id });
       if (!row) throw notFound("payment debt");
@@ -155,8 +158,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The payment debt.", schema: paymentDebtSchema } },
     },
     async (c) => {
-      const [row] = await c.var.database.db
-        .select()
+      const [row] = await c
+        .get("database")
+        .db.select()
         .from(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account));
       if (!row) throw notFound("payment debt");
@@ -176,8 +180,8 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "A page of payment debts.", schema: listOf(paymentDebtSchema) } },
     },
     async (c, { query }) => {
-      const rows = await readNewestFirst(c.var.database.db, paymentDebt, {
-        scope: visibleTo(c.var.principal, paymentDebt.account),
+      const rows = await readNewestFirst(c.get("database").db, paymentDebt, {
+        scope: visibleTo(c.get("principal"), paymentDebt.account),
         ...query,
       });
       return c.json(listPage(rows, query.limit, presentPaymentDebt));

@@ -15,7 +15,7 @@ export function visibleTo(principal: Principal, accountColumn: AnyColumn): SQL |
 
 /** The row named by the `:id` path parameter, if the caller may see it. */
 export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: AnyColumn): SQL | undefined {
-  return and(eq(idColumn, c.req.param("id") ?? ""), visibleTo(c.var.principal, accountColumn));
+  return and(eq(idColumn, c.req.param("id") ?? ""), visibleTo(c.get("principal"), accountColumn));
 }
 
 /**
@@ -23,9 +23,9 @@ export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: 
  * their own whatever they send. Throws a 422 naming `account` when it does not exist.
  */
 export async function owningAccount(c: ApiContext, requested: string | undefined): Promise<string> {
-  const { principal } = c.var;
+  const principal = c.get("principal");
   const id = principal.admin && requested ? requested : principal.account;
-  const [row] = await c.var.database.db.select({ id: account.id }).from(account).where(eq(account.id, id));
+  const [row] = await c.get("database").db.select({ id: account.id }).from(account).where(eq(account.id, id));
   if (!row) {
     const errors = [{ field: "account", message: "no such account" }];
     throw new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
