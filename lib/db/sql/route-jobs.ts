@@ -1,4 +1,4 @@
-import { inArray, sql } from "drizzle-orm";
+import { inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
 
@@ -23,6 +23,18 @@ export async function enqueueRouteJob(
     select id, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
   `);
   return Number(row!.id);
+}
+
+/**
+ * The statement that enqueues a route message and notifies listening workers
+ * (delivered at commit), for `Database.beforeCommit`: the publisher's, which
+ * needs no id back.
+ */
+export function routeJobInsert(message: unknown): SQL {
+  return sql`
+    with job as (insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb) returning id)
+    select pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
+  `;
 }
 
 export interface ClaimedRouteJob {
