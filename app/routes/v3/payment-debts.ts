@@ -1,9 +1,11 @@
+import { sql } from "drizzle-orm";
 import { z } from "zod";
 import { ok } from "../../../lib/api/handler.ts";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { paymentDebt, type PaymentDebt } from "../../../lib/db/schema.ts";
 import { deleted, deletedSchema, idParams } from "./resource-fields.ts";
 import { owningAccount, requestedRow, visibleTo } from "./tenancy.ts";
@@ -64,6 +66,18 @@ const createPaymentDebt = z
   })
   .meta({ examples: [{ amount: "42.00", currency: "EUR" }] });
 
+const insertPaymentDebt = preparedPerDatabase((db) =>
+  db
+    .insert(paymentDebt)
+    .values({
+      account: sql.placeholder("account"),
+      amount: sql.placeholder("amount"),
+      currency: sql.placeholder("currency"),
+    })
+    .returning()
+    .prepare("payment_debt_insert"),
+);
+
 const updatePaymentDebt = z
   .strictObject({ status: z.enum(PAYMENT_DEBT_STATUSES) })
   .meta({ examples: [{ status: "paid" }] });
@@ -87,11 +101,11 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const owner = await owningAccount(c, body.account);
-      const [row] = await c
-        .get("database")
-        .db.insert(paymentDebt)
-        .values({ ...body, account: owner })
-        .returning();
+      const [row] = await insertPaymentDebt(c.get("database").db).execute({
+        account: owner,
+        amount: body.amount,
+        currency: body.currency,
+      });
       return ok(c, presentPaymentDebt(row!), 201);
     },
   );

@@ -1,7 +1,8 @@
-import { and, eq, type AnyColumn, type SQL } from "drizzle-orm";
+import { and, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { ApiContext } from "../../../lib/api/handler.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
 import type { Principal } from "../../../lib/auth/jwt.ts";
+import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { account } from "../../../lib/db/schema.ts";
 
 /**
@@ -18,6 +19,14 @@ export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: 
   return and(eq(idColumn, c.req.param("id") ?? ""), visibleTo(c.get("principal"), accountColumn));
 }
 
+const accountExists = preparedPerDatabase((db) =>
+  db
+    .select({ id: account.id })
+    .from(account)
+    .where(eq(account.id, sql.placeholder("id")))
+    .prepare("account_exists"),
+);
+
 /**
  * The account a new row belongs to: an admin may name one, everyone else gets
  * their own whatever they send. Throws a 422 naming `account` when it does not exist.
@@ -25,7 +34,7 @@ export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: 
 export async function owningAccount(c: ApiContext, requested: string | undefined): Promise<string> {
   const principal = c.get("principal");
   const id = principal.admin && requested ? requested : principal.account;
-  const [row] = await c.get("database").db.select({ id: account.id }).from(account).where(eq(account.id, id));
+  const [row] = await accountExists(c.get("database").db).execute({ id });
   if (!row) {
     const errors = [{ field: "account", message: "no such account" }];
     throw new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
