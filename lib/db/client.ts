@@ -13,7 +13,7 @@ import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
 import { applyMigrations, MIGRATIONS_FOLDER, verifySchema } from "./migrations.ts";
-import { TransactionLink, type PipelinedLink } from "./pipelined-transaction.ts";
+import { NotifyCoalescer, TransactionLink, type PipelinedLink } from "./pipelined-transaction.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -36,6 +36,14 @@ export interface Database {
    * `transaction()`; elsewhere it runs at once.
    */
   beforeCommit(query: SQL): Promise<void>;
+  /**
+   * Inside a transaction: wakes LISTENers on `channel` once it commits. On
+   * node-postgres concurrent transactions share their NOTIFYs (at most one on
+   * its way per channel, see NotifyCoalescer): every commit is followed by a
+   * NOTIFY, not every commit carries one. Elsewhere it is a NOTIFY in the
+   * transaction, delivered at commit.
+   */
+  notifyAtCommit(channel: string): Promise<void>;
   /**
    * Subscribes to a NOTIFY channel; returns the unsubscribe function. The
    * session heals itself after a lost connection and then calls `onNotify`
@@ -182,18 +190,21 @@ interface FacadeParts {
   /** Replaces drizzle's transactions (pipelined ones, or savepoints inside one). */
   transaction?: Database["transaction"];
   beforeCommit?: Database["beforeCommit"];
+  notifyAtCommit?: Database["notifyAtCommit"];
 }
 
 /** The Database over a drizzle instance (or a transaction of one). */
 function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
   const rows = async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows;
-  const { transaction: _t, beforeCommit: _b, ...shared } = parts;
+  const { transaction: _t, beforeCommit: _b, notifyAtCommit: _n, ...shared } = parts;
   return {
     db,
     kind,
     rows,
     transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
     beforeCommit: parts.beforeCommit ?? (async (query) => void (await rows(query))),
+    notifyAtCommit:
+      parts.notifyAtCommit ?? (async (channel) => void (await rows(sql`select pg_notify(${channel}, '')`))),
     listen: parts.listen,
     get listenerHealth() {
       return parts.listenerHealth();
@@ -244,10 +255,22 @@ function pipelinedTransactions(
   parts: FacadeParts,
 ): Database["transaction"] {
   const connections = new WeakMap<pg.PoolClient, { link: TransactionLink; tx: Database }>();
+  const notifiers = new Map<string, NotifyCoalescer>();
+  const notifier = (channel: string) => {
+    let coalescer = notifiers.get(channel);
+    if (!coalescer) {
+      const send = () => {
+        counter.logQuery();
+        return pool.query("select pg_notify($1, '')", [channel]);
+      };
+      notifiers.set(channel, (coalescer = new NotifyCoalescer(send)));
+    }
+    return coalescer;
+  };
   const connectionOf = (client: pg.PoolClient) => {
     let connection = connections.get(client);
     if (!connection) {
-      const link = new TransactionLink(client, () => counter.logQuery());
+      const link = new TransactionLink(client, () => counter.logQuery(), notifier);
       const db = pipelined(link, counter);
       let depth = 0;
       const tx: Database = facade(kind, db, {
@@ -270,6 +293,9 @@ function pipelinedTransactions(
         },
         async beforeCommit(query) {
           link.beforeCommit(query);
+        },
+        async notifyAtCommit(channel) {
+          link.notifyAtCommit(channel);
         },
       });
       connections.set(client, (connection = { link, tx }));

@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { createTestDatabase } from "../support/postgres.ts";
@@ -76,6 +77,37 @@ describe("pipelined transactions on PostgreSQL", () => {
       });
     });
     expect(await values()).toEqual(["kept", "outer"]);
+  });
+
+  it("follows concurrent commits that asked for a NOTIFY with one delivered after the last of them", async () => {
+    const concurrent = await openDatabase({ databaseUrl: created.url, schema: "as-is", poolMax: 10 });
+    const listener = new pg.Client({ connectionString: created.url });
+    await listener.connect();
+    try {
+      // Each NOTIFY's handler counts the rows: the last one must see every committed row.
+      const seen: number[] = [];
+      listener.on("notification", () => {
+        void concurrent
+          .rows<{ n: number }>(sql`select count(*)::int as n from pipelined_probe`)
+          .then(([row]) => seen.push(row!.n));
+      });
+      await listener.query("listen probe_wake");
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          concurrent.transaction(async (tx) => {
+            await tx.rows(sql`insert into pipelined_probe values (${`r${i}`})`);
+            await tx.notifyAtCommit("probe_wake");
+          }),
+        ),
+      );
+      const deadline = Date.now() + 5_000;
+      while (Math.max(0, ...seen) < 40 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(Math.max(0, ...seen)).toBe(40);
+      expect(seen.length).toBeLessThanOrEqual(40);
+    } finally {
+      await listener.end();
+      await concurrent.close();
+    }
   });
 
   it("sends nothing for a transaction that ran no statement, and BEGIN and COMMIT around one that did", async () => {

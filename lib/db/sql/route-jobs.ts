@@ -26,15 +26,12 @@ export async function enqueueRouteJob(
 }
 
 /**
- * The statement that enqueues a route message and notifies listening workers
- * (delivered at commit), for `Database.beforeCommit`: the publisher's, which
- * needs no id back.
+ * The statement that enqueues a route message, for `Database.beforeCommit`
+ * (the publisher's, which needs no id back); wake the workers with
+ * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it.
  */
 export function routeJobInsert(message: unknown): SQL {
-  return sql`
-    with job as (insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb) returning id)
-    select pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
-  `;
+  return sql`insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb)`;
 }
 
 export interface ClaimedRouteJob {
