@@ -1,7 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { requestId } from "hono/request-id";
-import { randomBytes } from "node:crypto";
 import { silentLogger } from "../log/logger.ts";
+import { randomBase64url } from "../random-id.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
 
 /**
@@ -12,23 +12,8 @@ import type { HooklaneEnv } from "./hono-env.ts";
  */
 export const requestIdentity = requestId({
   limitLength: 128,
-  generator: () => `req_${randomId()}`,
+  generator: () => `req_${randomBase64url(12)}`,
 });
-
-// 12 random bytes per id, drawn from a pool filled 256 ids at a time rather than one call per request.
-const ID_BYTES = 12;
-let pool = Buffer.alloc(0);
-let offset = 0;
-
-/** 16 base64url characters of fresh randomness. */
-function randomId(): string {
-  if (offset + ID_BYTES > pool.length) {
-    pool = randomBytes(ID_BYTES * 256);
-    offset = 0;
-  }
-  offset += ID_BYTES;
-  return pool.toString("base64url", offset - ID_BYTES, offset);
-}
 
 export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
   const started = performance.now();
