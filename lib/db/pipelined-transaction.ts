@@ -111,6 +111,7 @@ export class TransactionLink implements PipelinedLink {
 
   readonly #notifier: (channel: string) => NotifyCoalescer;
   #notify = new Set<string>();
+  #held = false;
 
   constructor(client: pg.PoolClient, onStatement: () => void, notifier: (channel: string) => NotifyCoalescer) {
     this.#client = client as PipelinedClient;
@@ -133,10 +134,24 @@ export class TransactionLink implements PipelinedLink {
   }
 
   query(config: unknown, values?: unknown): Promise<unknown> {
-    if (!this.#beginPending) return this.#client.query(config as pg.QueryConfig, values as unknown[]);
-    return this.#corked(() => {
-      this.#begin();
-      return this.#client.query(config as pg.QueryConfig, values as unknown[]);
+    this.#holdWrites();
+    if (this.#beginPending) this.#begin();
+    return this.#client.query(config as pg.QueryConfig, values as unknown[]);
+  }
+
+  /**
+   * Holds the socket's writes until the current run of microtasks is over, so
+   * statements issued together (BEGIN and the first, or a `Promise.all`) leave
+   * in one write; none waits longer than that.
+   */
+  #holdWrites(): void {
+    if (this.#held) return;
+    this.#held = true;
+    const stream = this.#client.connection.stream;
+    stream.cork();
+    process.nextTick(() => {
+      this.#held = false;
+      stream.uncork();
     });
   }
 

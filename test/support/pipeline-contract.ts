@@ -211,6 +211,27 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect((await db.select({ n: count() }).from(webhookDispatch))[0]!.n).toBe(0);
     });
 
+    it("answers 422 for an account that does not exist, keeping neither the resource nor an event", async () => {
+      const { harness, receiver } = await setUp({ lane: false });
+      await harness.accounts("acc_alice");
+      await subscribe(harness, receiver, "/g", { ...ADMIN }, { scope: "global" });
+      const response = await harness.call("POST", "/v3/payment-debts", {
+        ...ADMIN,
+        body: { amount: 1, currency: "usd", account: "acc_nobody" },
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(422);
+      expect(response.body).toMatchObject({ errors: [{ field: "account", message: "no such account" }] });
+      const { db } = harness.hooklane.database;
+      expect((await db.select({ n: count() }).from(paymentDebt))[0]!.n).toBe(0);
+      expect((await db.select({ n: count() }).from(webhookRouteJob))[0]!.n).toBe(0);
+      // The connection it ran on is clean: the next request commits.
+      const created = await harness.call("POST", "/v3/payment-debts", {
+        ...ADMIN,
+        body: { amount: 1, currency: "usd", account: "acc_alice" },
+      });
+      expect(created.status).toBe(201);
+    });
+
     it("answers 5xx and keeps neither the resource nor an event when the outbox row cannot be written", async () => {
       const { harness, receiver } = await setUp();
       await harness.accounts("acc_alice");

@@ -8,7 +8,7 @@ import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { paymentDebt, type PaymentDebt } from "../../../lib/db/schema.ts";
 import { deleted, deletedSchema, idParams } from "./resource-fields.ts";
-import { owningAccount, requestedRow, visibleTo } from "./tenancy.ts";
+import { insertForOwner, requestedRow, visibleTo } from "./tenancy.ts";
 
 const PAYMENT_DEBT_STATUSES = ["open", "paid", "uncollectible", "void"] as const;
 
@@ -100,12 +100,13 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new payment debt.", schema: paymentDebtSchema } },
     },
     async (c, { body }) => {
-      const owner = await owningAccount(c, body.account);
-      const [row] = await insertPaymentDebt(c.get("database").db).execute({
-        account: owner,
-        amount: body.amount,
-        currency: body.currency,
-      });
+      const [row] = await insertForOwner(c, body.account, (owner) =>
+        insertPaymentDebt(c.get("database").db).execute({
+          account: owner,
+          amount: body.amount,
+          currency: body.currency,
+        }),
+      );
       return ok(c, presentPaymentDebt(row!), 201);
     },
   );

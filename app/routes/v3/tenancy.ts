@@ -32,12 +32,40 @@ const accountExists = preparedPerDatabase((db) =>
  * their own whatever they send. Throws a 422 naming `account` when it does not exist.
  */
 export async function owningAccount(c: ApiContext, requested: string | undefined): Promise<string> {
-  const principal = c.get("principal");
-  const id = principal.admin && requested ? requested : principal.account;
+  const id = ownerOf(c, requested);
   const [row] = await accountExists(c.get("database").db).execute({ id });
-  if (!row) {
-    const errors = [{ field: "account", message: "no such account" }];
-    throw new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
-  }
+  if (!row) throw noSuchAccount();
   return id;
+}
+
+/**
+ * Inserts a row of the account `owningAccount` names, with `insert(owner)`,
+ * and returns its result. Inside the request's transaction (its 2xx
+ * publishes) the account check and the insert go to the database together:
+ * an insert for an account that does not exist fails on its foreign key,
+ * and the 422 rolls everything back. Outside one they run one after the
+ * other, so a failed check never leaves a row behind.
+ */
+export async function insertForOwner<T>(
+  c: ApiContext,
+  requested: string | undefined,
+  insert: (owner: string) => Promise<T>,
+): Promise<T> {
+  if (c.get("database") === c.get("hooklane").database) return insert(await owningAccount(c, requested));
+  const id = ownerOf(c, requested);
+  const [found, inserted] = await Promise.allSettled([accountExists(c.get("database").db).execute({ id }), insert(id)]);
+  if (found.status === "rejected") throw found.reason;
+  if (found.value.length === 0) throw noSuchAccount();
+  if (inserted.status === "rejected") throw inserted.reason;
+  return inserted.value;
+}
+
+function ownerOf(c: ApiContext, requested: string | undefined): string {
+  const principal = c.get("principal");
+  return principal.admin && requested ? requested : principal.account;
+}
+
+function noSuchAccount(): ApiError {
+  const errors = [{ field: "account", message: "no such account" }];
+  return new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
 }
