@@ -74,6 +74,24 @@ export async function startApi(
   return { ...started, url: `http://127.0.0.1:${port}` };
 }
 
+/**
+ * The hand-written API peer (`bench/peers/api-peer.ts`): the same endpoint
+ * on Hono + jose + zod + pg, with the run's database and token secret.
+ */
+export async function startApiPeer(
+  settings: ProductSettings,
+  options: { name: string },
+): Promise<ProductProcess & { url: string }> {
+  const port = await freePort();
+  const started = await startProduct(settings, {
+    args: ["bench/peers/api-peer.ts"],
+    name: options.name,
+    env: { PORT: String(port) },
+    ready: /api peer on /,
+  });
+  return { ...started, url: `http://127.0.0.1:${port}` };
+}
+
 let bundles: Promise<unknown> | undefined;
 
 /** `npm run worker`'s command line after `node` (its V8 flags, the bundle), read from package.json. */

@@ -64,11 +64,16 @@ export function resultRows(results: BenchResults): Row[] {
   const { sizes } = results;
   const rows: Row[] = [];
   for (const variant of publisher?.variants ?? []) {
-    const paired = variant.key === "none" ? publisher!.ratioNone : publisher!.ratioSubscribed;
+    const compared = {
+      off: `baseline; ${ratio(publisher!.ratioPeer)} of the peer (CPU/request ${ratio(publisher!.cpuRatioPeer)})`,
+      none: `${ratio(publisher!.ratioNone)} of flag off`,
+      subscribed: `${ratio(publisher!.ratioSubscribed)} of flag off`,
+      peer: `flag off ${ratio(publisher!.ratioPeer)} of it`,
+    }[variant.key];
     rows.push([
-      `1 publisher: API req/s, ${variant.label}`,
+      `1 publisher: ${variant.key === "peer" ? "" : "API "}req/s, ${variant.label}`,
       `${count(variant.median)} req/s (p99 ${ms(variant.p99Ms)}), ${count(variant.cpuUsPerRequest)} µs CPU/request`,
-      variant.key === "off" ? "baseline" : `${ratio(paired)} of flag off`,
+      compared,
     ]);
   }
   if (e2e) {
@@ -212,14 +217,19 @@ function charts(results: BenchResults): Record<string, string> {
     );
   }
   if (publisher) {
-    const paired = { off: 1, none: publisher.ratioNone, subscribed: publisher.ratioSubscribed };
+    const paired = {
+      off: 1,
+      none: publisher.ratioNone,
+      subscribed: publisher.ratioSubscribed,
+      peer: 1 / publisher.ratioPeer,
+    };
     out["publisher.svg"] = barChartSvg(
       "API POST /v3/payment-debts, requests per second",
       "req/s",
       publisher.variants.map((v) => ({
         label: v.label,
         value: v.median,
-        accent: v.key !== "off",
+        accent: v.key !== "off" && v.key !== "peer",
         note: ratio(paired[v.key]),
       })),
     );

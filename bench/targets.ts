@@ -40,6 +40,26 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       met: judge(publisher?.ratioNone ?? NaN, (r) => r >= 0.98),
     },
     {
+      target: "publisher: API throughput with the flag on and a subscriber ≥ 90 % of flag off",
+      figure: publisher
+        ? `${percent(publisher.ratioSubscribed)} (${count(publisher.variants.find((v) => v.key === "subscribed")!.cpuUsPerRequest)} ` +
+          `against ${count(publisher.variants.find((v) => v.key === "off")!.cpuUsPerRequest)} µs CPU/request)`
+        : "—",
+      met: judge(publisher?.ratioSubscribed ?? NaN, (r) => r >= 0.9),
+    },
+    {
+      target: "the API as fast as hand-written code: flag off ≥ 0.95× the peer's req/s, CPU/request ≤ 1.1× the peer's",
+      figure: publisher
+        ? `${ratio(publisher.ratioPeer)} of its req/s, ${ratio(publisher.cpuRatioPeer)} of its CPU/request ` +
+          `(${count(publisher.variants.find((v) => v.key === "off")!.cpuUsPerRequest)} against ` +
+          `${count(publisher.variants.find((v) => v.key === "peer")!.cpuUsPerRequest)} µs)`
+        : "—",
+      met:
+        publisher && Number.isFinite(publisher.ratioPeer) && Number.isFinite(publisher.cpuRatioPeer)
+          ? publisher.ratioPeer >= 0.95 && publisher.cpuRatioPeer <= 1.1
+          : undefined,
+    },
+    {
       target: "≥ 3,000 deliveries/s sustained: the lane (N dispatches → N deliveries, as compared below)",
       figure: throughput
         ? `${count(lane)} deliveries/s (median of ${throughput.contestants.hooklane.rounds.length} rounds` +

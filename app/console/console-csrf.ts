@@ -15,7 +15,7 @@ export const CSRF_FIELD = "csrf";
 const keys = new WeakMap<object, Buffer>();
 /** A key of its own for the forms, derived from WEBHOOK_SECRET_KEY, the same on every API instance. */
 function formKey(c: Context<HooklaneEnv>): Buffer {
-  const { config } = c.var.hooklane;
+  const { config } = c.get("hooklane");
   let key = keys.get(config);
   if (!key) {
     key = Buffer.from(hkdfSync("sha256", config.secretKey, "", "hooklane console form token", 32));
@@ -48,7 +48,7 @@ export function formToken(c: Context<HooklaneEnv>): string {
       path: "/console",
       httpOnly: true,
       sameSite: "Strict",
-      secure: c.var.hooklane.config.production,
+      secure: c.get("hooklane").config.production,
     });
   }
   return sign(c, nonce);

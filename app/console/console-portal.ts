@@ -29,7 +29,7 @@ function endedPage(c: Context<HooklaneEnv>) {
  */
 export function addPortalGate(app: Hono<HooklaneEnv>): void {
   const gate = async (c: Context<HooklaneEnv>, next: () => Promise<void>) => {
-    const { secretKey } = c.var.hooklane.config;
+    const { secretKey } = c.get("hooklane").config;
     const opened = await openPortalSession(secretKey, c.req.param("session") ?? "");
     if (!opened) return c.notFound();
     c.set("frameAncestors", opened.session.frameAncestors);

@@ -56,7 +56,7 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
       path: "/console",
       httpOnly: true,
       sameSite: "Strict",
-      secure: c.var.hooklane.config.production,
+      secure: c.get("hooklane").config.production,
       maxAge: Math.max(1, Math.floor(exp! - Date.now() / 1_000)),
     });
     return c.redirect("/console", 303);

@@ -1,12 +1,13 @@
 import { generateLoad, type BenchContext } from "../bench-context.ts";
 import { BENCH_EVENT_TYPE } from "../bench-event-body.ts";
-import { startApi, type ProductProcess } from "../product-processes.ts";
+import { startApi, startApiPeer, type ProductProcess } from "../product-processes.ts";
 import { median } from "../stats.ts";
 
 export const PUBLISHER_VARIANTS = [
   { key: "off", label: "flag off" },
   { key: "none", label: "flag on, nobody subscribed" },
   { key: "subscribed", label: "flag on, one subscriber" },
+  { key: "peer", label: "hand-written peer (Hono + jose + zod + pg)" },
 ] as const;
 type VariantKey = (typeof PUBLISHER_VARIANTS)[number]["key"];
 
@@ -29,14 +30,19 @@ export interface PublisherResult {
   ratioSubscribed: number;
   /** Flag off's CPU per request over flag on's with nobody subscribed: the throughput ratio a CPU-bound API would have. */
   cpuRatioNone: number;
+  /** hooklane flag off over the hand-written peer, req/s: the median of each round's ratio. */
+  ratioPeer: number;
+  /** hooklane flag off's CPU per request over the peer's (1 = as cheap as hand-written code). */
+  cpuRatioPeer: number;
 }
 
 /**
  * Scenario 1: the API's `POST /v3/payment-debts` throughput with the flag
  * off, on with nobody subscribed, and on with a subscriber (created through
- * the API, which refreshes its subscribed set). No lane runs, so only the
+ * the API, which refreshes its subscribed set), beside the same endpoint
+ * written by hand (`bench/peers/api-peer.ts`). No lane runs, so only the
  * publisher's own cost is measured. Each round starts a fresh API per flag
- * value and measures every variant after a warm-up.
+ * value (and a fresh peer) and measures every variant after a warm-up.
  */
 export async function publisherOverhead(context: BenchContext): Promise<PublisherResult> {
   const { publisher: size } = context.options.sizes;
@@ -44,6 +50,7 @@ export async function publisherOverhead(context: BenchContext): Promise<Publishe
     PUBLISHER_VARIANTS.map((v) => [v.key, { rps: [], p99: [], cpuUs: [] }]),
   );
   const measure = async (round: number, api: ProductProcess & { url: string }, key: VariantKey) => {
+    if (!api.alive()) throw new Error(`${key}: the process exited; see ${api.logFile}`);
     const load = { connections: size.connections, recordIds: false };
     await generateLoad(context, api.url, { ...load, durationSeconds: size.warmupSeconds });
     const cpuBefore = api.cpuMs();
@@ -81,25 +88,37 @@ export async function publisherOverhead(context: BenchContext): Promise<Publishe
       await api.stop();
     }
   };
-  // Off first in odd rounds, on first in even ones, so a drift in the
-  // machine's load does not favour one side.
+  const peer = async (round: number) => {
+    await context.db.reset();
+    const api = await startApiPeer(context.product, { name: `publisher-peer-${round}` });
+    try {
+      await measure(round, api, "peer");
+    } finally {
+      await api.stop();
+    }
+  };
+  // Peer, off, on in odd rounds and the reverse in even ones, so a drift in
+  // the machine's load does not favour one side.
   for (let round = 1; round <= size.rounds; round++) {
-    for (const step of round % 2 ? [flagOff, flagOn] : [flagOn, flagOff]) await step(round);
+    for (const step of round % 2 ? [peer, flagOff, flagOn] : [flagOn, flagOff, peer]) await step(round);
   }
 
   const variants = PUBLISHER_VARIANTS.map((v) => {
     const { rps, p99, cpuUs } = measured.get(v.key)!;
     return { ...v, rounds: rps, median: median(rps), p99Ms: median(p99), cpuUsPerRequest: median(cpuUs) };
   });
-  const perRound = (key: VariantKey) => {
-    const off = measured.get("off")!.rps;
-    return median(measured.get(key)!.rps.map((rps, i) => rps / off[i]!));
+  const perRound = (key: VariantKey, over: VariantKey = "off") => {
+    const base = measured.get(over)!.rps;
+    return median(measured.get(key)!.rps.map((rps, i) => rps / base[i]!));
   };
+  const cpu = (key: VariantKey) => variants.find((v) => v.key === key)!.cpuUsPerRequest;
   return {
     variants,
     ratioNone: perRound("none"),
     ratioSubscribed: perRound("subscribed"),
-    cpuRatioNone: variants[0]!.cpuUsPerRequest / variants[1]!.cpuUsPerRequest,
+    cpuRatioNone: cpu("off") / cpu("none"),
+    ratioPeer: perRound("off", "peer"),
+    cpuRatioPeer: cpu("off") / cpu("peer"),
   };
 }
 

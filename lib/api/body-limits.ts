@@ -1,3 +1,4 @@
+import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import type { HooklaneEnv } from "./hono-env.ts";
@@ -12,13 +13,42 @@ import { ApiError, problem } from "./problem.ts";
  * 64 MiB, long enough for the client to read the 413, then hangs up.
  */
 export const limitBodySize = createMiddleware<HooklaneEnv>(async (c, next) => {
-  if (!c.req.raw.body) return next();
-  const maxSize = c.var.hooklane.config.bodyLimitBytes;
-  return bodyLimit({
-    maxSize,
-    onError: (c) => problem(c, new ApiError(413, "Content Too Large", `The body is larger than ${maxSize} bytes.`)),
-  })(c, next);
+  const chunked = c.req.header("transfer-encoding") !== undefined;
+  const length = c.req.header("content-length");
+  if (!chunked && length === undefined && !unframedBody(c)) return next();
+  const maxSize = c.get("hooklane").config.bodyLimitBytes;
+  // A declared length is enforced by Node's parser: checking it is enough, nothing is read.
+  if (!chunked && length !== undefined) return Number.parseInt(length, 10) > maxSize ? tooLarge(c, maxSize) : next();
+  let limit = streamedLimits.get(maxSize);
+  if (!limit) streamedLimits.set(maxSize, (limit = bodyLimit({ maxSize, onError: (c) => tooLarge(c, maxSize) })));
+  return limit(c, next);
 });
+
+/** Hono's streamed body limit, one per size (there is one size per process). */
+const streamedLimits = new Map<number, ReturnType<typeof bodyLimit>>();
+
+function tooLarge(c: Context, maxSize: number): Response {
+  return problem(c, new ApiError(413, "Content Too Large", `The body is larger than ${maxSize} bytes.`));
+}
+
+/**
+ * Whether the request carries a body. Over HTTP/1 it does exactly when it
+ * sends `Content-Length` or `Transfer-Encoding`; deciding from them keeps
+ * Node's request unwrapped (`c.req.raw.body` would build a web stream for
+ * it). A Request made in-process (`app.request`, the console's own calls)
+ * may have a body and neither header: that one is asked.
+ */
+function hasBody(c: Context): boolean {
+  return (
+    c.req.header("content-length") !== undefined || c.req.header("transfer-encoding") !== undefined || unframedBody(c)
+  );
+}
+
+/** A body without framing headers: only a Request that did not come through Node's HTTP/1 parser can have one. */
+function unframedBody(c: Context): boolean {
+  const incoming = (c.env as { incoming?: { httpVersionMajor?: number } } | undefined)?.incoming;
+  return incoming?.httpVersionMajor !== 1 && c.req.raw.body !== null;
+}
 
 /**
  * Refuses, with a 400 problem, a body nested deeper than JSON_DEPTH_LIMIT,
@@ -27,7 +57,7 @@ export const limitBodySize = createMiddleware<HooklaneEnv>(async (c, next) => {
  * by `limitBodySize`, is read once here; later readers get the same text.
  */
 export const limitJsonDepth = createMiddleware<HooklaneEnv>(async (c, next) => {
-  if (c.req.raw.body && nestsDeeperThan(await c.req.text(), JSON_DEPTH_LIMIT)) {
+  if (hasBody(c) && nestsDeeperThan(await c.req.text(), JSON_DEPTH_LIMIT)) {
     return problem(c, new ApiError(400, "Bad Request", `The body nests deeper than ${JSON_DEPTH_LIMIT} levels.`));
   }
   await next();

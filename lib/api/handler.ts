@@ -29,7 +29,7 @@ export interface HandlerOptions {
  * `Idempotency-Key`, runs in one transaction with what it must commit.
  *
  * Before the handler runs, the route's catalogue event is looked up; when
- * anyone listens to it the handler gets a transaction (`c.var.database`),
+ * anyone listens to it the handler gets a transaction (`c.get("database")`),
  * `ok()` records its answer, and the route message is written into the same
  * transaction before it commits: the event exists if and only if the
  * mutation committed, and the 2xx goes out after the commit. A failure to
@@ -48,7 +48,7 @@ export interface HandlerOptions {
  */
 export function handler(fn: (c: ApiContext) => Promise<Response> | Response, options: HandlerOptions = {}) {
   return async (c: ApiContext): Promise<Response> => {
-    const { database, publisher, secrets } = c.var.hooklane;
+    const { database, publisher, secrets } = c.get("hooklane");
     const committed: AfterCommit[] = [];
     c.set("afterCommit", committed);
     try {
@@ -100,7 +100,7 @@ type AfterCommit = () => Promise<void> | void;
  * answered: the mutation has committed and the lane catches up on its own.
  */
 export function afterCommit(c: ApiContext, task: AfterCommit): void {
-  c.var.afterCommit.push(task);
+  c.get("afterCommit").push(task);
 }
 
 async function runAfterCommit(c: ApiContext, tasks: readonly AfterCommit[]): Promise<void> {
@@ -108,7 +108,7 @@ async function runAfterCommit(c: ApiContext, tasks: readonly AfterCommit[]): Pro
     try {
       await task();
     } catch (error) {
-      (c.var.log ?? c.var.hooklane.logger)?.warn({ err: error }, "a task after the commit failed");
+      (c.get("log") ?? c.get("hooklane").logger)?.warn({ err: error }, "a task after the commit failed");
     }
   }
 }

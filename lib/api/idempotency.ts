@@ -37,7 +37,7 @@ export async function idempotentRequest(c: ApiContext): Promise<IdempotentReques
   const url = new URL(c.req.url);
   const hash = createHash("sha256").update(`${c.req.method} ${url.pathname}${url.search}\n`);
   hash.update(canonicalBody(await c.req.text()));
-  return { account: c.var.principal.account, key, fingerprint: hash.digest("hex") };
+  return { account: c.get("principal").account, key, fingerprint: hash.digest("hex") };
 }
 
 /**

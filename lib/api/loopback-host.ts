@@ -12,9 +12,12 @@ const LOOPBACK_HOST = /^(localhost|[a-z0-9-]+\.localhost|127\.\d{1,3}\.\d{1,3}\.
  */
 export const loopbackHostOnly = createMiddleware<HooklaneEnv>(async (c, next) => {
   // Routes can be built without services (the reference's own tests): nothing is bound then.
-  const host = c.var.hooklane.config?.host;
-  const hostname = new URL(c.req.url).hostname.toLowerCase();
-  if (host !== undefined && LOOPBACK_HOST.test(host) && !LOOPBACK_HOST.test(hostname)) {
+  const host = c.get("hooklane").config?.host;
+  if (
+    host !== undefined &&
+    LOOPBACK_HOST.test(host) &&
+    !LOOPBACK_HOST.test(new URL(c.req.url).hostname.toLowerCase())
+  ) {
     return problem(
       c,
       new ApiError(403, "Forbidden", "This server listens on loopback and answers only requests addressed to it."),

@@ -50,7 +50,8 @@ export function problem(c: Context, error: unknown): Response {
     if (error instanceof QuotaExceededError) c.header("retry-after", String(error.retryAfterSeconds));
     return send(c, error.status, { title: error.message, detail: error.detail, ...error.extra });
   }
-  const { hooklane, log } = (c as Context<HooklaneEnv>).var;
+  const hooklane = (c as Context<HooklaneEnv>).get("hooklane");
+  const log = (c as Context<HooklaneEnv>).get("log");
   if (hooklane?.database?.outage.report(error)) {
     // Logged once per outage by the tracker; the caller may simply try again.
     c.header("retry-after", "5");
@@ -61,7 +62,7 @@ export function problem(c: Context, error: unknown): Response {
 }
 
 function send(c: Context, status: ContentfulStatusCode, body: Record<string, unknown>): Response {
-  const requestId = (c as Context<HooklaneEnv>).var.requestId;
+  const requestId = (c as Context<HooklaneEnv>).get("requestId");
   // A status outside the registry (none is answered today) keeps RFC 9457's "about:blank".
   const kind = errorTypeForStatus(status);
   const identity = kind ? { type: kind.type, code: kind.code } : { type: "about:blank" };

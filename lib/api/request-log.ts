@@ -1,23 +1,23 @@
 import { createMiddleware } from "hono/factory";
 import { requestId } from "hono/request-id";
-import { randomBytes } from "node:crypto";
 import { silentLogger } from "../log/logger.ts";
+import { randomBase64url } from "../random-id.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
 
 /**
  * `X-Request-Id` on every response (the caller's own when it sent a sane
  * one, else `req_…`), and one log line per request with its id, route,
  * status and duration: a warning for a 5xx, except the 503s of a database
- * outage (told once, by the database's outage tracker), debug otherwise. Handlers log through `c.var.log`, which carries the id.
+ * outage (told once, by the database's outage tracker), debug otherwise. Handlers log through `c.get("log")`, which carries the id.
  */
 export const requestIdentity = requestId({
   limitLength: 128,
-  generator: () => `req_${randomBytes(12).toString("base64url")}`,
+  generator: () => `req_${randomBase64url(12)}`,
 });
 
 export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
   const started = performance.now();
-  const log = (c.var.hooklane.logger ?? silentLogger).child({ requestId: c.var.requestId });
+  const log = (c.get("hooklane").logger ?? silentLogger).child({ requestId: c.get("requestId") });
   c.set("log", log);
   await next();
   const status = c.res.status;
@@ -28,7 +28,7 @@ export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
     durationMs: Math.round((performance.now() - started) * 10) / 10,
   };
   // A 503 during a database outage is the outage's, which the database's tracker logs once.
-  const outage = status === 503 && c.var.hooklane.database?.outage.down;
+  const outage = status === 503 && c.get("hooklane").database?.outage.down;
   if (status >= 500 && !outage) log.warn(line, "request failed");
   else log.debug(line, "request");
 });

@@ -27,13 +27,13 @@ export const requireAuth = createMiddleware<HooklaneEnv>(async (c, next) => {
     return problem(c, new ApiError(401, "Unauthorized", "A bearer token is required."));
   }
   try {
-    c.set("principal", await c.var.hooklane.verifyToken(match[1]!));
+    c.set("principal", await c.get("hooklane").verifyToken(match[1]!));
   } catch (error) {
     if (error instanceof TokenRejected) {
       c.header("www-authenticate", `${REALM}, error="invalid_token", error_description="${error.description}"`);
       return problem(c, new ApiError(401, "Unauthorized", error.description, {}, { cause: error }));
     }
-    c.var.log.warn({ err: error }, "bearer token could not be verified");
+    c.get("log").warn({ err: error }, "bearer token could not be verified");
     c.header("retry-after", "5");
     return problem(
       c,

@@ -1,5 +1,5 @@
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { startReceiver, type TestReceiver } from "../../test/support/receiver.ts";
 import { createTokenVerifier, mintToken, TokenRejected } from "./jwt.ts";
 
@@ -93,6 +93,50 @@ describe("bearer tokens signed with the shared secret", () => {
     ).toString("base64url")}.`;
     expect(await verdict(verify, unsigned)).toBe("The token's algorithm is not accepted.");
     expect(await verdict(verify, "not-a-jwt")).toBe("The token is malformed.");
+  });
+});
+
+describe("verified tokens remembered", () => {
+  const now = () => Math.floor(Date.now() / 1_000);
+  const signed = (claims: Record<string, unknown>) =>
+    new SignJWT({ account: "acc_1", ...claims }).setProtectedHeader({ alg: "HS256" }).setSubject("user_1").sign(key);
+  afterEach(() => void vi.useRealTimers());
+
+  it("answers a token again from memory (the same principal object) until its exp, then refuses it as jose does", async () => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+    const verify = createTokenVerifier({ jwtSecret: SECRET, maxLifetimeMs: DAY_MS });
+    const token = await signed({ exp: now() + 2 });
+    const first = await verify(token);
+    expect(await verify(token)).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    vi.setSystemTime(Date.now() + 2_000);
+    expect(await verdict(verify, token)).toBe("The token has expired.");
+  });
+
+  it("never remembers a refused token, nor serves a remembered one for a token that differs by one character", async () => {
+    const verify = createTokenVerifier({ jwtSecret: SECRET, maxLifetimeMs: DAY_MS });
+    const token = await signed({ exp: now() + 600 });
+    expect(await verdict(verify, token)).toBe("accepted");
+    const last = token.at(-1) === "A" ? "B" : "A";
+    const tampered = `${token.slice(0, -1)}${last}`;
+    expect(await verdict(verify, tampered)).toBe("The token's signature does not verify.");
+    expect(await verdict(verify, tampered)).toBe("The token's signature does not verify.");
+    const forged = await mintToken("another-secret-of-at-least-32-characters", principal);
+    expect(await verdict(verify, forged)).toBe("The token's signature does not verify.");
+    expect(await verdict(verify, forged)).toBe("The token's signature does not verify.");
+  });
+
+  it("is bounded: the least recently used token and tokens over 2 KiB are verified again", async () => {
+    const verify = createTokenVerifier({ jwtSecret: SECRET, maxLifetimeMs: DAY_MS, cacheSize: 2 });
+    const [a, b, c] = await Promise.all([1, 2, 3].map((n) => signed({ exp: now() + 600, n })));
+    const first = await verify(a!);
+    await verify(b!);
+    await verify(c!);
+    const again = await verify(a!);
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
+    const long = await signed({ exp: now() + 600, pad: "x".repeat(2_048) });
+    expect(await verify(long)).not.toBe(await verify(long));
   });
 });
 

@@ -1,4 +1,5 @@
 import { createRemoteJWKSet, errors, jwtVerify, SignJWT, type JWTVerifyGetKey } from "jose";
+import { LRUCache } from "lru-cache";
 import { z } from "zod";
 
 /**
@@ -52,7 +53,18 @@ export interface TokenRules {
   audience?: string;
   /** Longest accepted `exp - iat` (or `exp - now` without `iat`), in ms. */
   maxLifetimeMs: number;
+  /** Verified tokens remembered (see `createTokenVerifier`); 0 verifies every request. Default 10,000. */
+  cacheSize?: number;
 }
+
+/** Tokens longer than this are verified every time, never remembered: the cache holds at most 10,000 × 2 KiB. */
+const CACHED_TOKEN_MAX_LENGTH = 2_048;
+/**
+ * How long a verdict is remembered at most, whatever the token's `exp`. With
+ * a JWKS this bounds how long a key the provider withdrew still counts
+ * (jose's own JWKS cache keeps one for up to 10 minutes).
+ */
+const CACHED_VERDICT_MAX_AGE_MS = 60_000;
 
 /**
  * Verifies bearer JWTs: HS256 with a shared secret, or RS/ES/EdDSA keys from
@@ -60,6 +72,17 @@ export interface TokenRules {
  * the issuer and audience when configured. Throws TokenRejected for a token
  * that is not accepted; anything else it throws (the JWKS could not be
  * fetched) is not the token's fault.
+ *
+ * A token that verified is remembered, keyed by its whole text, until its
+ * `exp` (at most a minute), so a client sending the same token again costs a
+ * lookup, not a signature check. Only accepted tokens are stored: a token
+ * that was refused is checked in full every time, so nothing an attacker
+ * sends can put an entry there, and changing a token by one character makes
+ * it another key. Nothing but `exp` can turn an accepted token's verdict
+ * (the secret, issuer and audience are fixed; `nbf` and the lifetime rule only
+ * loosen with time), and an entry is never served at or past its `exp`: the
+ * token is then verified again and refused as jose refuses it. The cache is
+ * bounded in entries and token length; the least recently used go first.
  */
 export function createTokenVerifier(rules: TokenRules): TokenVerifier {
   const key: Uint8Array | JWTVerifyGetKey | undefined = rules.jwksUrl
@@ -75,7 +98,10 @@ export function createTokenVerifier(rules: TokenRules): TokenVerifier {
     ...(rules.audience ? { audience: rules.audience } : {}),
   };
   const maxLifetimeSeconds = rules.maxLifetimeMs / 1_000;
-  return async (token) => {
+  const cacheSize = rules.cacheSize ?? 10_000;
+  const verified =
+    cacheSize > 0 ? new LRUCache<string, { principal: Principal; expMs: number }>({ max: cacheSize }) : undefined;
+  const verify = async (token: string): Promise<{ principal: Principal; exp: number }> => {
     let payload: unknown;
     try {
       ({ payload } = await jwtVerify(token, key as Uint8Array, options));
@@ -91,7 +117,26 @@ export function createTokenVerifier(rules: TokenRules): TokenVerifier {
       throw new TokenRejected(`The token lives longer than the ${formatSeconds(maxLifetimeSeconds)} this API accepts.`);
     }
     const { role } = parsed.data;
-    return { sub: parsed.data.sub, account: parsed.data.account, admin: role === "admin", support: role === "support" };
+    const principal = Object.freeze({
+      sub: parsed.data.sub,
+      account: parsed.data.account,
+      admin: role === "admin",
+      support: role === "support",
+    });
+    return { principal, exp };
+  };
+  return async (token) => {
+    const now = Date.now();
+    const hit = verified?.get(token);
+    // jose refuses a token once `exp <= now` (in whole seconds): an entry is served only before that.
+    if (hit && now < hit.expMs) return hit.principal;
+    const { principal, exp } = await verify(token);
+    if (verified && token.length <= CACHED_TOKEN_MAX_LENGTH) {
+      const expMs = exp * 1_000;
+      const ttl = Math.min(CACHED_VERDICT_MAX_AGE_MS, expMs - now);
+      if (ttl > 0) verified.set(token, { principal, expMs }, { ttl });
+    }
+    return principal;
   };
 }
 

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { PGlite } from "@electric-sql/pglite";
-import type { SQL } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import pg from "pg";
@@ -8,6 +8,7 @@ import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
 import { applyMigrations, MIGRATIONS_FOLDER, verifySchema } from "./migrations.ts";
+import { NotifyCoalescer, TransactionLink, type PipelinedLink } from "./pipelined-transaction.ts";
 import * as schema from "./schema.ts";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -23,6 +24,21 @@ export interface Database {
    * Inside a transaction this nests as a savepoint.
    */
   transaction<T>(fn: (tx: Database) => Promise<T>): Promise<T>;
+  /**
+   * Inside a transaction: runs `query` as its last statement. On node-postgres
+   * it goes to the server in the same write as COMMIT, without a round trip of
+   * its own, and its failure rolls the transaction back and rejects
+   * `transaction()`; elsewhere it runs at once.
+   */
+  beforeCommit(query: SQL): Promise<void>;
+  /**
+   * Inside a transaction: wakes LISTENers on `channel` once it commits. On
+   * node-postgres concurrent transactions share their NOTIFYs (at most one on
+   * its way per channel, see NotifyCoalescer): every commit is followed by a
+   * NOTIFY, not every commit carries one. Elsewhere it is a NOTIFY in the
+   * transaction, delivered at commit.
+   */
+  notifyAtCommit(channel: string): Promise<void>;
   /**
    * Subscribes to a NOTIFY channel; returns the unsubscribe function. The
    * session heals itself after a lost connection and then calls `onNotify`
@@ -93,6 +109,8 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
   return openPooled("postgres", pool, options, {
     drizzle: (logger) => drizzlePg(pool, { schema, logger }) as unknown as Db,
     listener: () => new pg.Client(listenerSettings(settings)),
+    pipelined: (link, logger) =>
+      drizzlePg({ client: link as unknown as pg.PoolClient, schema, logger }) as unknown as Db,
   });
 }
 
@@ -124,6 +142,8 @@ async function openPooled(
   driver: {
     drizzle(logger: QueryCounter): Db;
     listener(): pg.Client;
+    /** A drizzle instance over one pooled connection's link (node-postgres): transactions are pipelined. */
+    pipelined?(link: PipelinedLink, logger: QueryCounter): Db;
   },
 ): Promise<Database> {
   const log = (options.logger ?? silentLogger).child({ component: "db" });
@@ -141,7 +161,7 @@ async function openPooled(
   }
   const counter = queryCounter();
   const listener = createSharedListener({ connect: driver.listener, logger: log, outage });
-  const database = facade(kind, driver.drizzle(counter), {
+  const parts = {
     listen: listener.listen,
     listenerHealth: () => listener.health,
     outage,
@@ -151,6 +171,10 @@ async function openPooled(
       await listener.close();
       await pool.end();
     },
+  };
+  const database = facade(kind, driver.drizzle(counter), {
+    ...parts,
+    ...(driver.pipelined ? { transaction: pipelinedTransactions(pool, driver.pipelined, counter, kind, parts) } : {}),
   });
   try {
     if (options.schema === "verify") await verifySchema(database);
@@ -162,23 +186,30 @@ async function openPooled(
   return database;
 }
 
+interface FacadeParts {
+  listen: Database["listen"];
+  listenerHealth: () => ListenerHealth;
+  outage: OutageTracker;
+  counter: QueryCounter;
+  close(): Promise<void>;
+  /** Replaces drizzle's transactions (pipelined ones, or savepoints inside one). */
+  transaction?: Database["transaction"];
+  beforeCommit?: Database["beforeCommit"];
+  notifyAtCommit?: Database["notifyAtCommit"];
+}
+
 /** The Database over a drizzle instance (or a transaction of one). */
-function facade(
-  kind: Database["kind"],
-  db: Db,
-  parts: {
-    listen: Database["listen"];
-    listenerHealth: () => ListenerHealth;
-    outage: OutageTracker;
-    counter: QueryCounter;
-    close(): Promise<void>;
-  },
-): Database {
+function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
+  const rows = async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows;
+  const { transaction: _t, beforeCommit: _b, notifyAtCommit: _n, ...shared } = parts;
   return {
     db,
     kind,
-    rows: async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows,
-    transaction: (fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, parts))),
+    rows,
+    transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
+    beforeCommit: parts.beforeCommit ?? (async (query) => void (await rows(query))),
+    notifyAtCommit:
+      parts.notifyAtCommit ?? (async (channel) => void (await rows(sql`select pg_notify(${channel}, '')`))),
     listen: parts.listen,
     get listenerHealth() {
       return parts.listenerHealth();
@@ -217,4 +248,87 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     counter,
     close: () => client.close(),
   });
+}
+
+/**
+ * Transactions on node-postgres, pipelined (see `pipelined-transaction.ts`):
+ * each pooled connection keeps one drizzle instance over its link, so a
+ * transaction builds nothing per request. Inside one, a nested transaction is
+ * a savepoint, as with drizzle's.
+ */
+function pipelinedTransactions(
+  pool: pg.Pool,
+  pipelined: (link: PipelinedLink, logger: QueryCounter) => Db,
+  counter: QueryCounter,
+  kind: Database["kind"],
+  parts: FacadeParts,
+): Database["transaction"] {
+  const connections = new WeakMap<pg.PoolClient, { link: TransactionLink; tx: Database }>();
+  const notifiers = new Map<string, NotifyCoalescer>();
+  const notifier = (channel: string) => {
+    let coalescer = notifiers.get(channel);
+    if (!coalescer) {
+      const send = () => {
+        counter.logQuery();
+        return pool.query("select pg_notify($1, '')", [channel]);
+      };
+      notifiers.set(channel, (coalescer = new NotifyCoalescer(send)));
+    }
+    return coalescer;
+  };
+  const connectionOf = (client: pg.PoolClient) => {
+    let connection = connections.get(client);
+    if (!connection) {
+      const link = new TransactionLink(client, () => counter.logQuery(), notifier);
+      const db = pipelined(link, counter);
+      let depth = 0;
+      const tx: Database = facade(kind, db, {
+        ...parts,
+        async transaction(fn) {
+          const name = `sp${++depth}`;
+          try {
+            await db.execute(sql.raw(`savepoint ${name}`));
+            try {
+              const result = await fn(tx);
+              await db.execute(sql.raw(`release savepoint ${name}`));
+              return result;
+            } catch (error) {
+              await db.execute(sql.raw(`rollback to savepoint ${name}`));
+              throw error;
+            }
+          } finally {
+            depth--;
+          }
+        },
+        async beforeCommit(query) {
+          link.beforeCommit(query);
+        },
+        async notifyAtCommit(channel) {
+          link.notifyAtCommit(channel);
+        },
+      });
+      connections.set(client, (connection = { link, tx }));
+    }
+    return connection;
+  };
+  return async (fn) => {
+    const client = await pool.connect();
+    const { link, tx } = connectionOf(client);
+    // A connection whose transaction could not be ended is not given back to the pool as if it were clean.
+    let broken: Error | undefined;
+    link.open();
+    try {
+      const result = await fn(tx);
+      await link.commit();
+      return result;
+    } catch (error) {
+      await link.rollback().catch((rollbackFailed: unknown) => {
+        broken = rollbackFailed instanceof Error ? rollbackFailed : new Error(String(rollbackFailed));
+      });
+      throw error;
+    } finally {
+      link.close();
+      client.release(broken);
+    }
+  };
 }

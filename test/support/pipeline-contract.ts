@@ -2,6 +2,7 @@ import { count, eq, sql } from "drizzle-orm";
 import Stripe from "stripe";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  paymentDebt,
   webhook,
   webhookAttempt,
   webhookDispatch,
@@ -208,6 +209,56 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(harness.hooklane.publisher.stats).toMatchObject({ published: 0, unsubscribed: 6 });
       expect((await db.select({ n: count() }).from(webhookRouteJob))[0]!.n).toBe(0);
       expect((await db.select({ n: count() }).from(webhookDispatch))[0]!.n).toBe(0);
+    });
+
+    it("answers 422 for an account that does not exist, keeping neither the resource nor an event", async () => {
+      const { harness, receiver } = await setUp({ lane: false });
+      await harness.accounts("acc_alice");
+      await subscribe(harness, receiver, "/g", { ...ADMIN }, { scope: "global" });
+      const response = await harness.call("POST", "/v3/payment-debts", {
+        ...ADMIN,
+        body: { amount: 1, currency: "usd", account: "acc_nobody" },
+      });
+      expect(response.status, JSON.stringify(response.body)).toBe(422);
+      expect(response.body).toMatchObject({ errors: [{ field: "account", message: "no such account" }] });
+      const { db } = harness.hooklane.database;
+      expect((await db.select({ n: count() }).from(paymentDebt))[0]!.n).toBe(0);
+      expect((await db.select({ n: count() }).from(webhookRouteJob))[0]!.n).toBe(0);
+      // The connection it ran on is clean: the next request commits.
+      const created = await harness.call("POST", "/v3/payment-debts", {
+        ...ADMIN,
+        body: { amount: 1, currency: "usd", account: "acc_alice" },
+      });
+      expect(created.status).toBe(201);
+    });
+
+    it("answers 5xx and keeps neither the resource nor an event when the outbox row cannot be written", async () => {
+      const { harness, receiver } = await setUp();
+      await harness.accounts("acc_alice");
+      await subscribe(harness, receiver, "/hook", { account: "acc_alice" });
+      const { database } = harness.hooklane;
+      await database.rows(sql`
+        create function refuse_route_job() returns trigger language plpgsql
+        as $$ begin raise exception 'the outbox refuses this row'; end $$
+      `);
+      await database.rows(sql`
+        create trigger refuse_route_job before insert on webhook_route_job
+        for each row execute function refuse_route_job()
+      `);
+      const debt = { account: "acc_alice", body: { amount: 1, currency: "usd" } };
+      const refused = await harness.call("POST", "/v3/payment-debts", debt);
+      expect(refused.status).toBe(500);
+      await harness.settled();
+      expect((await database.db.select({ n: count() }).from(paymentDebt))[0]!.n).toBe(0);
+      expect((await database.db.select({ n: count() }).from(webhookRouteJob))[0]!.n).toBe(0);
+
+      await database.rows(sql`drop trigger refuse_route_job on webhook_route_job`);
+      const created = await harness.call("POST", "/v3/payment-debts", debt);
+      expect(created.status).toBe(201);
+      const [post] = await receiver.waitFor(1);
+      // The one event delivered is the committed mutation's.
+      expect(JSON.parse(post!.body).data.id).toBe((created.body as { id: string }).id);
+      expect((await database.db.select({ n: count() }).from(paymentDebt))[0]!.n).toBe(1);
     });
 
     it("with ENABLE_API_EVENT_QUEUE=false does no catalogue or cache work and sends nothing", async () => {

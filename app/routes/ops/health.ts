@@ -11,9 +11,9 @@ import { VERSION } from "../../../lib/version.ts";
  */
 export function healthRoutes(): Hono<HooklaneEnv> {
   return new Hono<HooklaneEnv>()
-    .get("/health", (c) => c.json({ status: "ok", version: VERSION, database: c.var.hooklane.database.kind }))
+    .get("/health", (c) => c.json({ status: "ok", version: VERSION, database: c.get("hooklane").database.kind }))
     .get("/ready", async (c) => {
-      const { database, config } = c.var.hooklane;
+      const { database, config } = c.get("hooklane");
       const readiness = await checkReadiness(database, { maxLagMs: config.readyMaxLagMs });
       const body = {
         status: readiness.ready ? "ready" : "unready",

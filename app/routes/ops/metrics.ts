@@ -10,7 +10,7 @@ import { ApiError, problem } from "../../../lib/api/problem.ts";
  */
 export function metricsRoutes(): Hono<HooklaneEnv> {
   return new Hono<HooklaneEnv>().get("/metrics", async (c) => {
-    const { metrics, config } = c.var.hooklane;
+    const { metrics, config } = c.get("hooklane");
     if (!metrics) return problem(c, new ApiError(404, "Not Found", "Metrics are off (METRICS_ENABLED=false)."));
     if (config.metricsToken && !sameSecret(c.req.header("authorization") ?? "", `Bearer ${config.metricsToken}`)) {
       c.header("www-authenticate", 'Bearer realm="metrics"');

@@ -70,8 +70,8 @@ export function addAccountRoutes(router: OperationRouter): void {
       },
     },
     async (c, { body }) => {
-      if (!c.var.principal.admin) throw new ApiError(403, "Forbidden", "Only an admin can create accounts.");
-      const [row] = await c.var.database.db.insert(account).values(body).onConflictDoNothing().returning();
+      if (!c.get("principal").admin) throw new ApiError(403, "Forbidden", "Only an admin can create accounts.");
+      const [row] = await c.get("database").db.insert(account).values(body).onConflictDoNothing().returning();
       if (!row) throw new ApiError(409, "Conflict", `An account with id ${body.id} already exists.`);
       return ok(c, presentAccount(row), 201);
     },
@@ -90,8 +90,9 @@ export function addAccountRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The updated account.", schema: accountSchema } },
     },
     async (c, { params, body }) => {
-      const [row] = await c.var.database.db
-        .update(account)
+      const [row] = await c
+        .get("database")
+        .db.update(account)
         .set(body)
         .where(eq(account.id, visibleAccountId(c, params.id)))
         .returning();
@@ -111,8 +112,9 @@ export function addAccountRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The account.", schema: accountSchema } },
     },
     async (c, { params }) => {
-      const [row] = await c.var.database.db
-        .select()
+      const [row] = await c
+        .get("database")
+        .db.select()
         .from(account)
         .where(eq(account.id, visibleAccountId(c, params.id)));
       if (!row) throw notFound("account");
@@ -123,7 +125,7 @@ export function addAccountRoutes(router: OperationRouter): void {
 
 /** `id` if the caller may touch it: any for an admin, only its own otherwise (404, not 403). */
 function visibleAccountId(c: ApiContext, id: string): string {
-  const { principal } = c.var;
+  const principal = c.get("principal");
   if (!principal.admin && id !== principal.account) throw notFound("account");
   return id;
 }

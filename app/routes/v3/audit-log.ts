@@ -86,8 +86,8 @@ export function addAuditLog(router: OperationRouter): void {
       responses: { 200: { description: "A page of audit entries.", schema: listOf(auditEntrySchema) } },
     },
     async (c, { query }) => {
-      const rows = await readNewestFirst(c.var.database.db, auditLog, {
-        scope: auditScope(c.var.principal, query.account),
+      const rows = await readNewestFirst(c.get("database").db, auditLog, {
+        scope: auditScope(c.get("principal"), query.account),
         filter: query.target ? eq(auditLog.target, query.target) : undefined,
         limit: query.limit,
         cursor: query.cursor,

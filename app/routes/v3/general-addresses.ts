@@ -76,7 +76,7 @@ export function addGeneralAddressRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new address.", schema: generalAddressSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.var.database.db.insert(generalAddress).values(body).returning();
+      const [row] = await c.get("database").db.insert(generalAddress).values(body).returning();
       return ok(c, presentGeneralAddress(row!), 201);
     },
   );
@@ -94,7 +94,7 @@ export function addGeneralAddressRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The updated address.", schema: generalAddressSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.var.database.db.update(generalAddress).set(body).where(requested(c)).returning();
+      const [row] = await c.get("database").db.update(generalAddress).set(body).where(requested(c)).returning();
       if (!row) throw notFound("general address");
       return ok(c, presentGeneralAddress(row));
     },
@@ -117,8 +117,9 @@ export function addGeneralAddressRoutes(router: OperationRouter): void {
       },
     },
     async (c) => {
-      const [row] = await c.var.database.db
-        .delete(generalAddress)
+      const [row] = await c
+        .get("database")
+        .db.delete(generalAddress)
         .where(requested(c))
         .returning({ id: generalAddress.id });
       if (!row) throw notFound("general address");
@@ -138,7 +139,7 @@ export function addGeneralAddressRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The address.", schema: generalAddressSchema } },
     },
     async (c) => {
-      const [row] = await c.var.database.db.select().from(generalAddress).where(requested(c));
+      const [row] = await c.get("database").db.select().from(generalAddress).where(requested(c));
       if (!row) throw notFound("general address");
       return c.json(presentGeneralAddress(row));
     },

@@ -144,8 +144,8 @@ export function addLaneStatus(router: OperationRouter): void {
       },
     },
     async (c) => {
-      if (!c.var.principal.admin) throw new ApiError(403, "Forbidden", "Only an admin can read the lane's status.");
-      const { database, config, transport } = c.var.hooklane;
+      if (!c.get("principal").admin) throw new ApiError(403, "Forbidden", "Only an admin can read the lane's status.");
+      const { database, config, transport } = c.get("hooklane");
       const status = await laneStatus(database, { liveWithinMs: config.leaseMs });
       const health = database.listenerHealth;
       return c.json(

@@ -31,8 +31,9 @@ export function addListenSessionCreate(router: OperationRouter): void {
       responses: { 201: { description: "Started, with its secret.", schema: listenSessionWithSecretSchema } },
     },
     async (c, { body }) => {
-      const { config, secrets, subscriptions } = c.var.hooklane;
-      const { database, principal } = c.var;
+      const { config, secrets, subscriptions } = c.get("hooklane");
+      const database = c.get("database");
+      const principal = c.get("principal");
       const secret = generateWebhookSecret();
       const [row] = await database.db
         .insert(webhook)

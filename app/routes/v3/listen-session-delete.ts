@@ -25,10 +25,11 @@ export function addListenSessionDelete(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { subscriptions } = c.var.hooklane;
-      const rows = await c.var.database.db
-        .delete(webhook)
-        .where(and(webhookInScope(c.var.principal, params.id), eq(webhook.status, "listening")))
+      const { subscriptions } = c.get("hooklane");
+      const rows = await c
+        .get("database")
+        .db.delete(webhook)
+        .where(and(webhookInScope(c.get("principal"), params.id), eq(webhook.status, "listening")))
         .returning({ id: webhook.id });
       if (rows.length === 0) throw notFound("listen session");
       subscriptions.invalidate();

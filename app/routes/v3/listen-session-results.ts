@@ -24,13 +24,13 @@ export function addListenSessionResults(router: OperationRouter): void {
       responses: { 200: { description: "What was recorded.", schema: listenReportsAnswer } },
     },
     async (c, { params, body }) => {
-      const { config, mailer, transport } = c.var.hooklane;
-      const { database } = c.var;
-      const session = await findListenSession(database, c.var.principal, params.id);
+      const { config, mailer, transport } = c.get("hooklane");
+      const database = c.get("database");
+      const session = await findListenSession(database, c.get("principal"), params.id);
       const answer = await recordListenReports(
         {
           database,
-          logger: c.var.log,
+          logger: c.get("log"),
           mailer,
           breaker: listenBreaker(config.breaker),
           retry: { retrySchedule: config.retrySchedule },

@@ -36,9 +36,9 @@ export function addListenSessionStream(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { config, mailer, secrets, subscriptions } = c.var.hooklane;
-      const { database } = c.var;
-      const session = await findListenSession(database, c.var.principal, params.id);
+      const { config, mailer, secrets, subscriptions } = c.get("hooklane");
+      const database = c.get("database");
+      const session = await findListenSession(database, c.get("principal"), params.id);
       return streamSSE(c, async (stream) => {
         const closed = new AbortController();
         stream.onAbort(() => closed.abort());
@@ -47,7 +47,7 @@ export function addListenSessionStream(router: OperationRouter): void {
           const ended = await serveListenStream(
             {
               database,
-              logger: c.var.log,
+              logger: c.get("log"),
               mailer,
               breaker: listenBreaker(config.breaker),
               signing: { brand: config.brand, secrets },
@@ -66,7 +66,7 @@ export function addListenSessionStream(router: OperationRouter): void {
           if (ended === "over") await stream.writeSSE({ event: "end", data: "the session is over" });
         } catch (error) {
           // The stream closes and the CLI reconnects; nothing of the error goes to it.
-          if (!database.outage.report(error)) c.var.log.error({ err: error }, "listen stream failed");
+          if (!database.outage.report(error)) c.get("log").error({ err: error }, "listen stream failed");
         }
       });
     },

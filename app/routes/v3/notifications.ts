@@ -110,8 +110,8 @@ export function addNotifications(router: OperationRouter): void {
       responses: { 200: { description: "A page of notifications.", schema: listOf(notificationSchema) } },
     },
     async (c, { query }) => {
-      const { db } = c.var.database;
-      const scope = notificationScope(c.var.principal);
+      const { db } = c.get("database");
+      const scope = notificationScope(c.get("principal"));
       let after: number | undefined;
       if (query.cursor) {
         after = rowId(query.cursor);
@@ -156,7 +156,8 @@ export function addNotifications(router: OperationRouter): void {
       responses: { 200: { description: "The notification.", schema: notificationSchema } },
     },
     async (c, { params }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const id = rowId(params.id);
       const [row] =
         id === undefined

@@ -1,12 +1,14 @@
+import { sql } from "drizzle-orm";
 import { z } from "zod";
 import { ok } from "../../../lib/api/handler.ts";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { paymentDebt, type PaymentDebt } from "../../../lib/db/schema.ts";
 import { deleted, deletedSchema, idParams } from "./resource-fields.ts";
-import { owningAccount, requestedRow, visibleTo } from "./tenancy.ts";
+import { insertForOwner, requestedRow, visibleTo } from "./tenancy.ts";
 
 const PAYMENT_DEBT_STATUSES = ["open", "paid", "uncollectible", "void"] as const;
 
@@ -64,6 +66,18 @@ const createPaymentDebt = z
   })
   .meta({ examples: [{ amount: "42.00", currency: "EUR" }] });
 
+const insertPaymentDebt = preparedPerDatabase((db) =>
+  db
+    .insert(paymentDebt)
+    .values({
+      account: sql.placeholder("account"),
+      amount: sql.placeholder("amount"),
+      currency: sql.placeholder("currency"),
+    })
+    .returning()
+    .prepare("payment_debt_insert"),
+);
+
 const updatePaymentDebt = z
   .strictObject({ status: z.enum(PAYMENT_DEBT_STATUSES) })
   .meta({ examples: [{ status: "paid" }] });
@@ -86,11 +100,13 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new payment debt.", schema: paymentDebtSchema } },
     },
     async (c, { body }) => {
-      const owner = await owningAccount(c, body.account);
-      const [row] = await c.var.database.db
-        .insert(paymentDebt)
-        .values({ ...body, account: owner })
-        .returning();
+      const [row] = await insertForOwner(c, body.account, (owner) =>
+        insertPaymentDebt(c.get("database").db).execute({
+          account: owner,
+          amount: body.amount,
+          currency: body.currency,
+        }),
+      );
       return ok(c, presentPaymentDebt(row!), 201);
     },
   );
@@ -108,8 +124,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The updated payment debt.", schema: paymentDebtSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.var.database.db
-        .update(paymentDebt)
+      const [row] = await c
+        .get("database")
+        .db.update(paymentDebt)
         .set(body)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
         .returning();
@@ -135,8 +152,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       },
     },
     async (c) => {
-      const [row] = await c.var.database.db
-        .delete(paymentDebt)
+      const [row] = await c
+        .get("database")
+        .db.delete(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account))
         .returning({ id: paymentDebt.id });
       if (!row) throw notFound("payment debt");
@@ -155,8 +173,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The payment debt.", schema: paymentDebtSchema } },
     },
     async (c) => {
-      const [row] = await c.var.database.db
-        .select()
+      const [row] = await c
+        .get("database")
+        .db.select()
         .from(paymentDebt)
         .where(requestedRow(c, paymentDebt.id, paymentDebt.account));
       if (!row) throw notFound("payment debt");
@@ -176,8 +195,8 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 200: { description: "A page of payment debts.", schema: listOf(paymentDebtSchema) } },
     },
     async (c, { query }) => {
-      const rows = await readNewestFirst(c.var.database.db, paymentDebt, {
-        scope: visibleTo(c.var.principal, paymentDebt.account),
+      const rows = await readNewestFirst(c.get("database").db, paymentDebt, {
+        scope: visibleTo(c.get("principal"), paymentDebt.account),
         ...query,
       });
       return c.json(listPage(rows, query.limit, presentPaymentDebt));

@@ -97,8 +97,8 @@ export function addPoisonMessages(router: OperationRouter): void {
       },
     },
     async (c, { query }) => {
-      requireAdmin(c.var.principal);
-      const { db } = c.var.database;
+      requireAdmin(c.get("principal"));
+      const { db } = c.get("database");
       let after: number | undefined;
       if (query.cursor) {
         after = rowId(query.cursor);
@@ -143,12 +143,12 @@ export function addPoisonMessages(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { principal } = c.var;
+      const principal = c.get("principal");
       requireAdmin(principal);
-      const { transport } = c.var.hooklane;
+      const { transport } = c.get("hooklane");
       const id = rowId(params.id);
       let receipt: RouteReceipt | undefined;
-      const row = await c.var.database.transaction(async (tx) => {
+      const row = await c.get("database").transaction(async (tx) => {
         const [found] =
           id === undefined
             ? []

@@ -87,7 +87,7 @@ export function addPortalSessionCreate(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const account = await owningAccount(c, body.account);
-      const { token, session } = await sealPortalSession(c.var.hooklane.config.secretKey, {
+      const { token, session } = await sealPortalSession(c.get("hooklane").config.secretKey, {
         account,
         frameAncestors: [...new Set(body.frameAncestors)],
         ttlSeconds: body.expiresIn,

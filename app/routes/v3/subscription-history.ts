@@ -60,8 +60,9 @@ export function addSubscriptionHistoryRoutes(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const parent = await requestedSubscription(c);
-      const [row] = await c.var.database.db
-        .insert(subscriptionHistory)
+      const [row] = await c
+        .get("database")
+        .db.insert(subscriptionHistory)
         .values({ subscription: parent.id, change: body.change })
         .returning();
       return ok(c, presentHistoryEntry(row!), 201);
@@ -82,7 +83,7 @@ export function addSubscriptionHistoryRoutes(router: OperationRouter): void {
     },
     async (c, { query }) => {
       const parent = await requestedSubscription(c);
-      const rows = await readNewestFirst(c.var.database.db, subscriptionHistory, {
+      const rows = await readNewestFirst(c.get("database").db, subscriptionHistory, {
         scope: eq(subscriptionHistory.subscription, parent.id),
         ...query,
       });

@@ -75,8 +75,9 @@ export function addSubscriptionRoutes(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const owner = await owningAccount(c, body.account);
-      const [row] = await c.var.database.db
-        .insert(subscription)
+      const [row] = await c
+        .get("database")
+        .db.insert(subscription)
         .values({ ...body, account: owner })
         .returning();
       return ok(c, presentSubscription(row!), 201);
@@ -96,8 +97,9 @@ export function addSubscriptionRoutes(router: OperationRouter): void {
       responses: { 200: { description: "The updated subscription.", schema: subscriptionSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.var.database.db
-        .update(subscription)
+      const [row] = await c
+        .get("database")
+        .db.update(subscription)
         .set(body)
         .where(requestedRow(c, subscription.id, subscription.account))
         .returning();
@@ -120,7 +122,7 @@ export function addSubscriptionRoutes(router: OperationRouter): void {
       },
     },
     async (c) => {
-      const id = await c.var.database.db.transaction(async (tx) => {
+      const id = await c.get("database").db.transaction(async (tx) => {
         const [row] = await tx
           .select({ id: subscription.id })
           .from(subscription)
@@ -152,8 +154,9 @@ export function addSubscriptionRoutes(router: OperationRouter): void {
 
 /** The subscription named by `:id` if the caller may see it; throws a 404 otherwise. */
 export async function requestedSubscription(c: ApiContext): Promise<Subscription> {
-  const [row] = await c.var.database.db
-    .select()
+  const [row] = await c
+    .get("database")
+    .db.select()
     .from(subscription)
     .where(requestedRow(c, subscription.id, subscription.account));
   if (!row) throw notFound("subscription");

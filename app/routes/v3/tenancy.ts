@@ -1,7 +1,8 @@
-import { and, eq, type AnyColumn, type SQL } from "drizzle-orm";
+import { and, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
 import type { ApiContext } from "../../../lib/api/handler.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
 import type { Principal } from "../../../lib/auth/jwt.ts";
+import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { account } from "../../../lib/db/schema.ts";
 
 /**
@@ -15,20 +16,56 @@ export function visibleTo(principal: Principal, accountColumn: AnyColumn): SQL |
 
 /** The row named by the `:id` path parameter, if the caller may see it. */
 export function requestedRow(c: ApiContext, idColumn: AnyColumn, accountColumn: AnyColumn): SQL | undefined {
-  return and(eq(idColumn, c.req.param("id") ?? ""), visibleTo(c.var.principal, accountColumn));
+  return and(eq(idColumn, c.req.param("id") ?? ""), visibleTo(c.get("principal"), accountColumn));
 }
+
+const accountExists = preparedPerDatabase((db) =>
+  db
+    .select({ id: account.id })
+    .from(account)
+    .where(eq(account.id, sql.placeholder("id")))
+    .prepare("account_exists"),
+);
 
 /**
  * The account a new row belongs to: an admin may name one, everyone else gets
  * their own whatever they send. Throws a 422 naming `account` when it does not exist.
  */
 export async function owningAccount(c: ApiContext, requested: string | undefined): Promise<string> {
-  const { principal } = c.var;
-  const id = principal.admin && requested ? requested : principal.account;
-  const [row] = await c.var.database.db.select({ id: account.id }).from(account).where(eq(account.id, id));
-  if (!row) {
-    const errors = [{ field: "account", message: "no such account" }];
-    throw new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
-  }
+  const id = ownerOf(c, requested);
+  const [row] = await accountExists(c.get("database").db).execute({ id });
+  if (!row) throw noSuchAccount();
   return id;
+}
+
+/**
+ * Inserts a row of the account `owningAccount` names, with `insert(owner)`,
+ * and returns its result. Inside the request's transaction (its 2xx
+ * publishes) the account check and the insert go to the database together:
+ * an insert for an account that does not exist fails on its foreign key,
+ * and the 422 rolls everything back. Outside one they run one after the
+ * other, so a failed check never leaves a row behind.
+ */
+export async function insertForOwner<T>(
+  c: ApiContext,
+  requested: string | undefined,
+  insert: (owner: string) => Promise<T>,
+): Promise<T> {
+  if (c.get("database") === c.get("hooklane").database) return insert(await owningAccount(c, requested));
+  const id = ownerOf(c, requested);
+  const [found, inserted] = await Promise.allSettled([accountExists(c.get("database").db).execute({ id }), insert(id)]);
+  if (found.status === "rejected") throw found.reason;
+  if (found.value.length === 0) throw noSuchAccount();
+  if (inserted.status === "rejected") throw inserted.reason;
+  return inserted.value;
+}
+
+function ownerOf(c: ApiContext, requested: string | undefined): string {
+  const principal = c.get("principal");
+  return principal.admin && requested ? requested : principal.account;
+}
+
+function noSuchAccount(): ApiError {
+  const errors = [{ field: "account", message: "no such account" }];
+  return new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
 }

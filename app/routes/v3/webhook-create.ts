@@ -29,8 +29,9 @@ export function addWebhookCreate(router: OperationRouter): void {
       answerHoldsSecret: true,
     },
     async (c, { body }) => {
-      const { config, secrets, subscriptions } = c.var.hooklane;
-      const { database, principal } = c.var;
+      const { config, secrets, subscriptions } = c.get("hooklane");
+      const database = c.get("database");
+      const principal = c.get("principal");
       if (body.scope === "global" && !principal.admin) {
         throw new ApiError(403, "Forbidden", "Only admins can create global webhooks.");
       }

@@ -34,9 +34,9 @@ export function addWebhookDelete(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { subscriptions } = c.var.hooklane;
-      const { principal } = c.var;
-      const row = await c.var.database.transaction(async (tx) => {
+      const { subscriptions } = c.get("hooklane");
+      const principal = c.get("principal");
+      const row = await c.get("database").transaction(async (tx) => {
         const [gone] = await tx.db
           .update(webhook)
           .set({

@@ -41,9 +41,9 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
       responses: { 200: { description: "A page of dispatches.", schema: listOf(dispatchSchema) } },
     },
     async (c, { params, query }) => {
-      const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id, { support: true, deleted: true });
-      await recordAudit(database, c.var.principal, {
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id, { support: true, deleted: true });
+      await recordAudit(database, c.get("principal"), {
         action: "webhook.log-read",
         target: hook.id,
         account: hook.account,
@@ -77,7 +77,8 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
       responses: { 200: { description: "The dispatch and its attempts.", schema: dispatchDetailSchema } },
     },
     async (c, { params }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const { db } = database;
       const [found] = await db
         .select({ row: webhookDispatch, owner: webhook.account })
@@ -92,7 +93,7 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
         .from(webhookAttempt)
         .where(eq(webhookAttempt.dispatchId, row.id))
         .orderBy(asc(webhookAttempt.run), asc(webhookAttempt.attempt));
-      return c.json(presentDispatchDetail(row, attempts, c.var.hooklane.config.brand));
+      return c.json(presentDispatchDetail(row, attempts, c.get("hooklane").config.brand));
     },
   );
 }

@@ -30,20 +30,20 @@ export function addWebhookDispatchRetry(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { transport } = c.var.hooklane;
-      const { database } = c.var;
+      const { transport } = c.get("hooklane");
+      const database = c.get("database");
       const [found] = await database.db
         .select({ id: webhookDispatch.id, owner: webhook.account })
         .from(webhookDispatch)
         .innerJoin(webhook, eq(webhook.id, webhookDispatch.webhookId))
-        .where(dispatchInScope(c.var.principal, params.id, { support: true }));
+        .where(dispatchInScope(c.get("principal"), params.id, { support: true }));
       if (!found) throw notFound("dispatch");
       if (!(await restartDispatch(database, found.id))) {
         throw new ApiError(409, "Conflict", "The dispatch is already pending or an attempt is in flight.");
       }
       const [row] = await database.db.select().from(webhookDispatch).where(eq(webhookDispatch.id, found.id));
       if (!row) throw notFound("dispatch");
-      await recordAudit(database, c.var.principal, {
+      await recordAudit(database, c.get("principal"), {
         action: "dispatch.retried",
         target: row.id,
         account: found.owner,

@@ -51,7 +51,8 @@ export function addWebhookDispatchSearch(router: OperationRouter): void {
       responses: { 200: { description: "A page of dispatches.", schema: listOf(dispatchSchema) } },
     },
     async (c, { query }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const scope = webhookScope(principal, { support: true, deleted: true });
       const rows = await readNewestFirst(database.db, webhookDispatch, {
         scope: sql`${webhookDispatch.webhookId} in (select ${webhook.id} from ${webhook} where ${scope})`,

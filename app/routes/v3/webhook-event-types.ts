@@ -72,7 +72,7 @@ export function addWebhookEventTypes(router: OperationRouter): void {
       },
     },
     async (c, { query }) => {
-      const { db } = c.var.database;
+      const { db } = c.get("database");
       const current = eq(webhookEventType.deprecated, false);
       if (query.cursor) {
         const [found] = await db

@@ -112,9 +112,9 @@ export function addWebhookHealth(router: OperationRouter): void {
       responses: { 200: { description: "The webhook's delivery health.", schema: webhookHealthSchema } },
     },
     async (c, { params }) => {
-      const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
-      await recordAudit(database, c.var.principal, {
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id, { support: true });
+      await recordAudit(database, c.get("principal"), {
         action: "webhook.health-read",
         target: hook.id,
         account: hook.account,

@@ -21,14 +21,14 @@ export function addWebhookRead(router: OperationRouter): void {
       responses: { 200: { description: "A page of webhooks.", schema: listOf(webhookSchema) } },
     },
     async (c, { query }) => {
-      const rows = await readNewestFirst(c.var.database.db, webhook, {
-        scope: webhookScope(c.var.principal, { support: true }),
+      const rows = await readNewestFirst(c.get("database").db, webhook, {
+        scope: webhookScope(c.get("principal"), { support: true }),
         ...query,
       });
-      await recordAudit(c.var.database, c.var.principal, {
+      await recordAudit(c.get("database"), c.get("principal"), {
         action: "webhook.read",
         target: "webhooks",
-        account: c.var.principal.account,
+        account: c.get("principal").account,
       });
       return c.json(listPage(rows, query.limit, presentWebhook));
     },
@@ -45,7 +45,8 @@ export function addWebhookRead(router: OperationRouter): void {
       responses: { 200: { description: "The webhook.", schema: webhookSchema } },
     },
     async (c, { params }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const row = await findWebhook(database, principal, params.id, { support: true });
       await recordAudit(database, principal, { action: "webhook.read", target: row.id, account: row.account });
       return c.json(presentWebhook(row));

@@ -54,19 +54,19 @@ export function addWebhookRecovery(router: OperationRouter): void {
       },
     },
     async (c, { params, body }) => {
-      const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
-      await accountQuotas.recovery(database, c.var.hooklane.config, hook.account);
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id, { support: true });
+      await accountQuotas.recovery(database, c.get("hooklane").config, hook.account);
       const [row] = await database.db
         .insert(webhookRecovery)
         .values({
           webhookId: hook.id,
           since: new Date(body.since),
           until: body.until ? new Date(body.until) : new Date(),
-          createdBy: c.var.principal.sub,
+          createdBy: c.get("principal").sub,
         })
         .returning();
-      await recordAudit(database, c.var.principal, {
+      await recordAudit(database, c.get("principal"), {
         action: "recovery.started",
         target: row!.id,
         account: hook.account,
@@ -88,14 +88,18 @@ export function addWebhookRecovery(router: OperationRouter): void {
       responses: { 200: { description: "The job and its counters.", schema: recoverySchema } },
     },
     async (c, { params }) => {
-      const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id, { support: true });
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id, { support: true });
       const [row] = await database.db
         .select()
         .from(webhookRecovery)
         .where(and(eq(webhookRecovery.webhookId, hook.id), eq(webhookRecovery.id, params.recoveryId)));
       if (!row) throw notFound("recovery");
-      await recordAudit(database, c.var.principal, { action: "recovery.read", target: row.id, account: hook.account });
+      await recordAudit(database, c.get("principal"), {
+        action: "recovery.read",
+        target: row.id,
+        account: hook.account,
+      });
       return c.json(presentRecovery(row, await recoveryOutcome(database, row.id)));
     },
   );

@@ -60,11 +60,12 @@ export function addWebhookResend(router: OperationRouter): void {
       },
     },
     async (c, { body }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const account = body.account ?? principal.account;
       // Another account's webhooks are absent to everyone but support.
       if (account !== principal.account && !principal.support) throw notFound("account");
-      await accountQuotas.recovery(database, c.var.hooklane.config, account, "resend");
+      await accountQuotas.recovery(database, c.get("hooklane").config, account, "resend");
       const [row] = await database.db
         .insert(webhookRecovery)
         .values({
@@ -98,7 +99,8 @@ export function addWebhookResend(router: OperationRouter): void {
       responses: { 200: { description: "The job and its counters.", schema: resendSchema } },
     },
     async (c, { params }) => {
-      const { database, principal } = c.var;
+      const database = c.get("database");
+      const principal = c.get("principal");
       const own = eq(webhookRecovery.account, principal.account);
       const [row] = await database.db
         .select()

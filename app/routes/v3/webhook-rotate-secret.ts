@@ -30,8 +30,8 @@ export function addWebhookRotateSecret(router: OperationRouter): void {
       answerHoldsSecret: true,
     },
     async (c, { params }) => {
-      const { secrets } = c.var.hooklane;
-      const { database } = c.var;
+      const { secrets } = c.get("hooklane");
+      const database = c.get("database");
       const secret = generateWebhookSecret();
       const sealed = await secrets.seal(secret);
       const [row] = await database.db
@@ -42,10 +42,10 @@ export function addWebhookRotateSecret(router: OperationRouter): void {
           secretSealed: sealed,
           updatedAt: sql`now()`,
         })
-        .where(webhookInScope(c.var.principal, params.id))
+        .where(webhookInScope(c.get("principal"), params.id))
         .returning();
       if (!row) throw notFound("webhook");
-      await recordAudit(database, c.var.principal, {
+      await recordAudit(database, c.get("principal"), {
         action: "webhook.secret-rotated",
         target: row.id,
         account: row.account,

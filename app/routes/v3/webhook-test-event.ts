@@ -48,9 +48,9 @@ export function addWebhookTestEvent(router: OperationRouter): void {
       },
     },
     async (c, { params, body }) => {
-      const { config, transport } = c.var.hooklane;
-      const { database } = c.var;
-      const hook = await findWebhook(database, c.var.principal, params.id);
+      const { config, transport } = c.get("hooklane");
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id);
       await accountQuotas.testEvent(database, config, hook.account);
       const eventId = newEventId();
       const [row] = await database.db
@@ -72,7 +72,7 @@ export function addWebhookTestEvent(router: OperationRouter): void {
           }),
         })
         .returning();
-      await recordAudit(database, c.var.principal, {
+      await recordAudit(database, c.get("principal"), {
         action: "webhook.test-sent",
         target: hook.id,
         account: hook.account,

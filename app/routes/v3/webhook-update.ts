@@ -39,8 +39,9 @@ export function addWebhookUpdate(router: OperationRouter): void {
       },
     },
     async (c, { params, body }) => {
-      const { config, subscriptions, transport } = c.var.hooklane;
-      const { database, principal } = c.var;
+      const { config, subscriptions, transport } = c.get("hooklane");
+      const database = c.get("database");
+      const principal = c.get("principal");
       const before = await findWebhook(database, principal, params.id);
       if (before.status === "listening" && body.status !== undefined) {
         throw new ApiError(
@@ -92,7 +93,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
         });
         return { row: updated, skipped: held };
       });
-      if (skipped > 0) c.var.log.info({ webhookId: row.id, skipped }, "held events past the age limit skipped");
+      if (skipped > 0) c.get("log").info({ webhookId: row.id, skipped }, "held events past the age limit skipped");
       if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
       // Its kept events are due: deliver them now rather than at the lane's next idle check.
       if (statusChanges && row.status === "active") afterCommit(c, () => transport.sendDeliver([]));

@@ -1,4 +1,4 @@
-import { inArray, sql } from "drizzle-orm";
+import { inArray, sql, type SQL } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
 
@@ -23,6 +23,15 @@ export async function enqueueRouteJob(
     select id, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
   `);
   return Number(row!.id);
+}
+
+/**
+ * The statement that enqueues a route message, for `Database.beforeCommit`
+ * (the publisher's, which needs no id back); wake the workers with
+ * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it.
+ */
+export function routeJobInsert(message: unknown): SQL {
+  return sql`insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb)`;
 }
 
 export interface ClaimedRouteJob {

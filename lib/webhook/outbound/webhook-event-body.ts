@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
+import { randomBase64url } from "../../random-id.ts";
 
 /** A new event id: `evt_` and 24 random base32-ish characters, sortable enough for logs. */
 export function newEventId(): string {
-  return `evt_${randomBytes(15).toString("base64url")}`;
+  return `evt_${randomBase64url(15)}`;
 }
 
 export interface ThinEvent {

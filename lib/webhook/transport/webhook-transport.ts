@@ -4,8 +4,8 @@ import type { RouteMessage } from "../outbound/webhook-out-queue-registrations.t
 /** A route message written to the outbox inside a mutation's transaction. */
 export interface RouteReceipt {
   message: RouteMessage;
-  /** Its `webhook_route_job` row. */
-  jobId: number;
+  /** Its `webhook_route_job` row; absent when the row is written with the COMMIT (postgres: nobody needs it). */
+  jobId?: number;
 }
 
 /**
@@ -16,7 +16,9 @@ export interface WebhookTransport {
   readonly name: string;
   /**
    * Writes a `webhook-out-route` message into the outbox (`webhook_route_job`)
-   * within `tx`, so it commits or rolls back with the mutation. Throws when it cannot.
+   * within `tx`, so it commits or rolls back with the mutation: now, or with
+   * the COMMIT (`Database.beforeCommit`), whose failure then fails the
+   * transaction. Throws when it cannot.
    */
   enqueueRoute(tx: Database, message: RouteMessage): Promise<RouteReceipt>;
   /** After the commit: wakes the route consumer, or forwards the message to the queue. */

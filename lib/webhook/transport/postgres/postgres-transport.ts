@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../../db/client.ts";
-import { enqueueRouteJob } from "../../../db/sql/route-jobs.ts";
+import { ROUTE_WAKE_CHANNEL, routeJobInsert } from "../../../db/sql/route-jobs.ts";
 import type { RouteMessage } from "../../outbound/webhook-out-queue-registrations.ts";
 import type { WebhookTransport } from "../webhook-transport.ts";
 import { LaneSignal } from "./lane-signal.ts";
@@ -31,10 +31,14 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     deliverSignal,
     sent,
     async enqueueRoute(tx, message: RouteMessage) {
-      return { message, jobId: await enqueueRouteJob(tx, message) };
+      // Sent with the COMMIT: a failure to write it fails the transaction, and nothing commits.
+      await tx.beforeCommit(routeJobInsert(message));
+      // Workers in other processes hear it after the commit, from this NOTIFY or one shared with other commits.
+      await tx.notifyAtCommit(ROUTE_WAKE_CHANNEL);
+      return { message };
     },
     async routeCommitted() {
-      // Other processes hear the NOTIFY the insert issued, delivered at commit.
+      // Other processes hear the NOTIFY that followed the commit.
       sent.route++;
       routeSignal.wake();
     },

@@ -160,6 +160,7 @@ export function createVercelTransport(
       return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs }) };
     },
     async routeCommitted({ message, jobId }) {
+      if (jobId === undefined) throw new Error("a route receipt without its outbox row");
       try {
         await withinDeadline(queue.send(ROUTE_TOPIC, message, sendOptions({ idempotencyKey: message.eventId })));
       } catch (error) {

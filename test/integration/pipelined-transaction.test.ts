@@ -1,0 +1,122 @@
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openDatabase, type Database } from "../../lib/db/client.ts";
+import { createTestDatabase } from "../support/postgres.ts";
+
+// Transactions on node-postgres send BEGIN with their first statement and the
+// `beforeCommit` statements with COMMIT: the outcomes must be an ordinary transaction's.
+describe("pipelined transactions on PostgreSQL", () => {
+  let created: Awaited<ReturnType<typeof createTestDatabase>>;
+  let database: Database;
+  const values = async () =>
+    (await database.rows<{ v: string }>(sql`select v from pipelined_probe order by v`)).map((row) => row.v);
+
+  beforeAll(async () => {
+    created = await createTestDatabase();
+    // One connection: every transaction reuses it, so one left dirty would show in the next.
+    database = await openDatabase({ databaseUrl: created.url, schema: "as-is", poolMax: 1 });
+    await database.rows(sql`create table pipelined_probe (v text primary key)`);
+  });
+  afterAll(async () => {
+    await database?.close();
+    await created?.drop();
+  });
+  beforeEach(async () => {
+    await database.rows(sql`truncate pipelined_probe`);
+  });
+
+  it("commits its statements and the ones queued for the commit together, and nothing before", async () => {
+    const seenInside: string[][] = [];
+    await database.transaction(async (tx) => {
+      await tx.rows(sql`insert into pipelined_probe values ('a')`);
+      await tx.beforeCommit(sql`insert into pipelined_probe values ('b')`);
+      seenInside.push((await tx.rows<{ v: string }>(sql`select v from pipelined_probe`)).map((row) => row.v));
+    });
+    // 'b' went with the COMMIT, after everything the transaction itself ran.
+    expect(seenInside).toEqual([["a"]]);
+    expect(await values()).toEqual(["a", "b"]);
+    // The connection went back to the pool outside any transaction.
+    const [row] = await database.rows<{ open: boolean }>(
+      sql`select pg_current_xact_id_if_assigned() is not null as open`,
+    );
+    expect(row!.open).toBe(false);
+  });
+
+  it("rolls everything back when a statement queued for the commit fails, and the connection stays usable", async () => {
+    const failed = database.transaction(async (tx) => {
+      await tx.rows(sql`insert into pipelined_probe values ('a')`);
+      await tx.beforeCommit(sql`insert into pipelined_probe values ('a')`); // a duplicate key
+    });
+    await expect(failed).rejects.toThrow();
+    expect(await values()).toEqual([]);
+    await database.transaction(async (tx) => {
+      await tx.rows(sql`insert into pipelined_probe values ('c')`);
+    });
+    expect(await values()).toEqual(["c"]);
+  });
+
+  it("rolls back when the work throws, and a savepoint undoes only its own part", async () => {
+    await expect(
+      database.transaction(async (tx) => {
+        await tx.rows(sql`insert into pipelined_probe values ('a')`);
+        throw new Error("changed my mind");
+      }),
+    ).rejects.toThrow("changed my mind");
+    expect(await values()).toEqual([]);
+    await database.transaction(async (tx) => {
+      await tx.rows(sql`insert into pipelined_probe values ('outer')`);
+      await expect(
+        tx.transaction(async (inner) => {
+          await inner.rows(sql`insert into pipelined_probe values ('inner')`);
+          throw new Error("inner only");
+        }),
+      ).rejects.toThrow("inner only");
+      await tx.transaction(async (inner) => {
+        await inner.rows(sql`insert into pipelined_probe values ('kept')`);
+      });
+    });
+    expect(await values()).toEqual(["kept", "outer"]);
+  });
+
+  it("follows concurrent commits that asked for a NOTIFY with one delivered after the last of them", async () => {
+    const concurrent = await openDatabase({ databaseUrl: created.url, schema: "as-is", poolMax: 10 });
+    const listener = new pg.Client({ connectionString: created.url });
+    await listener.connect();
+    try {
+      // Each NOTIFY's handler counts the rows: the last one must see every committed row.
+      const seen: number[] = [];
+      listener.on("notification", () => {
+        void concurrent
+          .rows<{ n: number }>(sql`select count(*)::int as n from pipelined_probe`)
+          .then(([row]) => seen.push(row!.n));
+      });
+      await listener.query("listen probe_wake");
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          concurrent.transaction(async (tx) => {
+            await tx.rows(sql`insert into pipelined_probe values (${`r${i}`})`);
+            await tx.notifyAtCommit("probe_wake");
+          }),
+        ),
+      );
+      const deadline = Date.now() + 5_000;
+      while (Math.max(0, ...seen) < 40 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(Math.max(0, ...seen)).toBe(40);
+      expect(seen.length).toBeLessThanOrEqual(40);
+    } finally {
+      await listener.end();
+      await concurrent.close();
+    }
+  });
+
+  it("sends nothing for a transaction that ran no statement, and BEGIN and COMMIT around one that did", async () => {
+    const before = database.queryCount;
+    await database.transaction(async () => undefined);
+    expect(database.queryCount).toBe(before);
+    await database.transaction(async (tx) => {
+      await tx.rows(sql`select 1`);
+    });
+    expect(database.queryCount - before).toBe(3);
+  });
+});
