@@ -1,29 +1,43 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 
+/** What routing needs of a catalogue entry: the body's `data.object` and how the owning account is found. */
+export interface RouteRule {
+  object: string;
+  /** The catalogue's owner strategy (`self`, `direct`, `via`, `none`); its names come from the reviewed catalogue. */
+  owner: unknown;
+}
+
+/** A route message, as the route stage has parsed it. */
+export interface RoutedEvent {
+  eventId: string;
+  type: string;
+  resourceId: string;
+  occurredAt: string;
+  livemode: boolean;
+}
+
 /**
- * Inserts one pending dispatch per webhook that hears `eventType` for
- * `account`: global webhooks always, account webhooks only for their own
- * account. Paused and disabled webhooks get their rows too (delivered on
- * re-enable). A deprecated type (or one never synced) gets none, even from a
- * publisher whose subscribed set is up to 30 s old. Idempotent per event x
- * webhook: a redelivered route message inserts nothing and returns only the
- * ids it created.
+ * Routes one event in one statement (`hooklane_route_event`, migration 0015):
+ * resolves the account that owns its resource per `rule.owner`, builds the
+ * thin body, and inserts one pending dispatch per webhook that hears
+ * `event.type` for that account: global webhooks always, account webhooks
+ * only for their own account. Paused and disabled webhooks get their rows too
+ * (delivered on re-enable). A deprecated type (or one never synced) gets none,
+ * even from a publisher whose subscribed set is up to 30 s old. Idempotent per
+ * event x webhook: a redelivered route message inserts nothing and returns
+ * only the ids it created.
  */
-export async function insertDispatches(
-  database: Database,
-  event: { eventId: string; eventType: string; account: string | null; payload: string },
-): Promise<string[]> {
-  const rows = await database.rows<{ id: string }>(sql`
-    insert into webhook_dispatch (event_id, event_type, webhook_id, account, payload)
-    select ${event.eventId}, ${event.eventType}, w.id, ${event.account}::text, ${event.payload}
-    from webhook w
-    where (w.events @> array[${event.eventType}]::text[] or w.events @> array['*']::text[])
-      and (w.account is null or w.account = ${event.account}::text)
-      and w.deleted_at is null
-      and exists (select 1 from webhook_event_type t where t.internal = ${event.eventType} and not t.deprecated)
-    on conflict (event_id, webhook_id) do nothing
-    returning id
+export async function insertDispatches(database: Database, event: RoutedEvent, rule: RouteRule): Promise<string[]> {
+  const message = {
+    eventId: event.eventId,
+    type: event.type,
+    resourceId: event.resourceId,
+    occurredAt: event.occurredAt,
+    livemode: event.livemode,
+  };
+  const [row] = await database.rows<{ ids: string }>(sql`
+    select array_to_json(hooklane_route_event(${JSON.stringify(message)}::jsonb, ${JSON.stringify(rule)}::jsonb))::text as ids
   `);
-  return rows.map((row) => row.id);
+  return JSON.parse(row!.ids);
 }

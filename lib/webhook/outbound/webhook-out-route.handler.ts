@@ -1,16 +1,16 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
-import { insertDispatches } from "../../db/sql/insert-dispatches.ts";
-import { catalogueByInternal } from "../catalogue/webhook-event-catalogue.ts";
+import { insertDispatches, type RouteRule } from "../../db/sql/insert-dispatches.ts";
+import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
+import { CATALOGUE, catalogueByInternal } from "../catalogue/webhook-event-catalogue.ts";
 import type { WebhookTransport } from "../transport/webhook-transport.ts";
-import { resolveOwnerAccount } from "./webhook-account-resolver.ts";
-import { buildEventBody } from "./webhook-event-body.ts";
 import { PoisonMessageError } from "./webhook-message-errors.ts";
 import type { RouteMessage } from "./webhook-out-queue-registrations.ts";
 
 /**
- * The `webhook-out-route` consumer: resolves the owning account, inserts one
- * pending dispatch per matching webhook and hands the new rows to the
+ * The `webhook-out-route` consumer: in one statement resolves the owning
+ * account, builds the thin body and inserts one pending dispatch per
+ * matching webhook (`insertDispatches`), then hands the new rows to the
  * deliver topic. Safe to run twice for one message: rows are unique per
  * event x webhook. Throws PoisonMessageError for an event the catalogue does
  * not know (never retried); any other error is retryable.
@@ -21,26 +21,25 @@ export async function handleRouteMessage(
 ): Promise<string[]> {
   const entry = catalogueByInternal(message.type);
   if (!entry) throw new PoisonMessageError(`unknown event type ${message.type}`);
-  const account = await resolveOwnerAccount(deps.database, entry.owner, message.resourceId);
-  const payload = buildEventBody({
-    id: message.eventId,
-    type: message.type,
-    created: message.occurredAt,
-    livemode: message.livemode,
-    object: entry.resource,
-    resourceId: message.resourceId,
-    account,
-  });
-  const dispatchIds = await insertDispatches(deps.database, {
-    eventId: message.eventId,
-    eventType: message.type,
-    account,
-    payload,
-  });
+  const dispatchIds = await insertDispatches(deps.database, message, routeRule(entry));
   await analyzeAfterLargeFanOut(deps.database, dispatchIds.length);
   if (dispatchIds.length > 0) await deps.transport.sendDeliver(dispatchIds);
   return dispatchIds;
 }
+
+/** What routing needs of a catalogue entry: the body's `data.object` and the owner strategy. */
+export function routeRule(entry: CatalogueEntry): RouteRule {
+  return { object: entry.resource, owner: entry.owner };
+}
+
+/**
+ * Every catalogue event's `RouteRule`, by internal name, as JSON: what the
+ * postgres transport's route statement routes by (a type it lacks goes to
+ * the consumer above, which records it as poison).
+ */
+export const ROUTE_RULES_JSON = JSON.stringify(
+  Object.fromEntries(CATALOGUE.map((entry) => [entry.internal, routeRule(entry)])),
+);
 
 const LARGE_FAN_OUT = 1_000;
 const ANALYZE_AT_MOST_EVERY_MS = 60_000;
@@ -51,7 +50,7 @@ const lastAnalyzed = new WeakMap<Database, number>();
  * would only catch up later: a large fan-out refreshes them, at most once a
  * minute per process so no tenant can turn fan-outs into database load.
  */
-async function analyzeAfterLargeFanOut(database: Database, inserted: number): Promise<void> {
+export async function analyzeAfterLargeFanOut(database: Database, inserted: number): Promise<void> {
   if (inserted < LARGE_FAN_OUT) return;
   const now = Date.now();
   if (now - (lastAnalyzed.get(database) ?? -Infinity) < ANALYZE_AT_MOST_EVERY_MS) return;

@@ -30,6 +30,18 @@ export interface DeliverLoop {
   /** Dispatches claimed and not yet recorded: the leases worth renewing. */
   readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
+  /** Dispatches whose attempt is over and not recorded yet: no longer in flight under the caps. */
+  readonly settled: readonly string[];
+  /**
+   * Sets aside up to `n` of this worker's free slots for dispatches leased elsewhere in this worker (the
+   * route stage's), so the two loops together never exceed `concurrency`. Returns how many were set aside.
+   */
+  reserve(n: number): number;
+  /**
+   * Attempts dispatches leased to this worker by another statement (no claim of its own), as if it had
+   * claimed them, and gives back the `reserved` slots set aside for them.
+   */
+  adopt(dispatches: readonly ClaimedDispatch[], reserved: number): void;
   /** Once `running()` is false: waits for the loop to stop claiming, for attempts in flight, and records them. */
   drain(): Promise<void>;
 }
@@ -44,6 +56,8 @@ export interface DeliverLoop {
 export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const { database, transport, workerId } = options;
   let inFlight = 0;
+  /** Slots set aside for dispatches another loop of this worker is leasing right now. */
+  let reserved = 0;
   let cursor = "";
   let lastClaimAt: Date | undefined;
   const held = new Set<string>();
@@ -53,7 +67,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let heldBack = false;
 
   async function step(): Promise<void> {
-    const capacity = options.concurrency - inFlight;
+    const capacity = options.concurrency - inFlight - reserved;
     if (capacity <= 0) {
       await new Promise<void>((resolve) => slotFreed.add(resolve));
       return;
@@ -78,6 +92,11 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     }
   }
 
+  function freeSlot(): void {
+    for (const resolve of slotFreed) resolve();
+    slotFreed.clear();
+  }
+
   function deliverOne(dispatch: ClaimedDispatch): void {
     inFlight++;
     held.add(dispatch.id);
@@ -90,8 +109,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       })
       .finally(() => {
         inFlight--;
-        for (const resolve of slotFreed) resolve();
-        slotFreed.clear();
+        freeSlot();
       });
   }
 
@@ -132,8 +150,24 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     get lastClaimAt() {
       return lastClaimAt;
     },
+    get settled() {
+      return completed.map((result) => result.dispatchId);
+    },
+    reserve(n) {
+      const granted = Math.max(0, Math.min(n, options.concurrency - inFlight - reserved));
+      reserved += granted;
+      return granted;
+    },
+    adopt(dispatches, given) {
+      reserved -= given;
+      if (dispatches.length > 0) lastClaimAt = new Date();
+      // Held (and so renewed by the lease keeper) from here on, exactly like a claimed row.
+      for (const dispatch of dispatches) deliverOne(dispatch);
+      // What was set aside and not used is free again.
+      freeSlot();
+    },
     async drain() {
-      for (const resolve of slotFreed) resolve();
+      freeSlot();
       await done;
       while (inFlight > 0) await new Promise<void>((resolve) => slotFreed.add(resolve));
       await flushing;

@@ -71,7 +71,6 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     maxIdleMs,
     metrics: options.metrics,
   };
-  const route = runRouteLoop({ ...common, leaseMs: routeLeaseMs, running: () => running });
   const deliver = startDeliverLoop({
     ...common,
     deliver: options.deliver,
@@ -80,6 +79,15 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     leaseMs: options.leaseMs,
     caps: options.caps,
     breaker: options.breaker,
+    running: () => running,
+  });
+  // The route stage leases the dispatches it creates to this worker's deliver loop, under the same rules.
+  const route = runRouteLoop({
+    ...common,
+    leaseMs: routeLeaseMs,
+    dispatchLeaseMs: options.leaseMs,
+    caps: options.caps,
+    deliver,
     running: () => running,
   });
   const keeper = startLeaseKeeper({
@@ -107,7 +115,9 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
       running = false;
       transport.routeSignal.close();
       transport.deliverSignal.close();
-      await Promise.all([route.done, deliver.drain()]);
+      // The route loop first: it may still hand the deliver loop dispatches to attempt.
+      await route.done;
+      await deliver.drain();
       await keeper.stop();
       unwatch?.();
       await Promise.all(unlisten.map((stop) => stop()));
