@@ -2,6 +2,8 @@ import { count, eq, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
 import { claimDispatches } from "../../lib/db/sql/claim-dispatches.ts";
+import { routeJobs } from "../../lib/db/sql/route-jobs.ts";
+import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { DELIVER_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { eventually } from "../support/eventually.ts";
 import { startHarness, type Driver, type Harness } from "../support/harness.ts";
@@ -287,6 +289,98 @@ describe("isolation on the lane", () => {
     expect(paced.waitMs).not.toBeNull();
     expect(paced.waitMs!).toBeGreaterThan(250);
     expect(paced.waitMs!).toBeLessThanOrEqual(500);
+  });
+
+  it("hands the route stage's new dispatches to its worker only under the caps and the breaker; a dead worker's run out and another claims them", async () => {
+    const harness = await setUp({ lane: false });
+    const { database } = harness.hooklane;
+    const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/handed");
+    await createDebts(harness, "acc_alice", 5); // 5 route jobs in the outbox, nobody routing them
+    const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
+    const route = (workerId: string, claimLimit: number, leaseMs = 60_000) =>
+      routeJobs(database, {
+        workerId,
+        limit: 100,
+        routeLeaseMs: 5_000,
+        rulesJson: ROUTE_RULES_JSON,
+        claimLimit,
+        leaseMs,
+        caps,
+      });
+    const leases = () =>
+      database.rows<{ locked_by: string | null; leased: boolean; attempt_count: number }>(sql`
+        select locked_by, locked_until > now() as leased, attempt_count from webhook_dispatch
+        where webhook_id = ${webhookId} order by locked_by nulls last
+      `);
+
+    // One statement: every job routed and gone, 2 of the 5 new rows leased to w1 (the per-webhook cap), 3 pending.
+    const first = await route("w1", 100, 1_500);
+    expect(first).toMatchObject({ found: 5, routed: [1, 1, 1, 1, 1], dispatches: 5, left: [] });
+    expect(first.leased.map((d) => [d.webhookId, d.attempt])).toEqual([
+      [webhookId, 1],
+      [webhookId, 1],
+    ]);
+    expect(await database.rows(sql`select 1 from webhook_route_job`)).toEqual([]);
+    expect((await leases()).map((row) => row.locked_by)).toEqual(["w1", "w1", null, null, null]);
+    // The handed-off rows count against the cap for every worker's claim.
+    const claim = (workerId: string) =>
+      claimDispatches(database, { workerId, limit: 10, leaseMs: 60_000, caps }).then((c) => c.dispatches);
+    expect(await claim("w2")).toEqual([]);
+
+    // The worker's own room: another event, with the cap lifted, leases no more than the slots it was given.
+    await createDebts(harness, "acc_alice", 3);
+    const limited = await routeJobs(database, {
+      workerId: "w3",
+      limit: 100,
+      routeLeaseMs: 5_000,
+      rulesJson: ROUTE_RULES_JSON,
+      claimLimit: 1,
+      leaseMs: 60_000,
+      caps: { perWebhook: 100, perOrigin: 100, perAccount: 100 },
+    });
+    expect(limited).toMatchObject({ found: 3, dispatches: 3 });
+    expect(limited.leased).toHaveLength(1);
+    await database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null where locked_by = 'w3'`);
+
+    // An open breaker: the new row waits, leased to nobody.
+    await database.rows(sql`update webhook set breaker_open_until = now() + interval '1 hour' where id = ${webhookId}`);
+    await createDebts(harness, "acc_alice", 1);
+    const held = await route("w1", 100);
+    expect(held).toMatchObject({ found: 1, dispatches: 1, leased: [] });
+    await database.rows(sql`update webhook set breaker_open_until = null where id = ${webhookId}`);
+
+    // w1 dies before its POSTs: nobody renews its leases, they run out, and w2 claims those rows at attempt 1
+    // (the rows never handed off are set aside here, so only w1's are due).
+    await database.rows(sql`
+      update webhook_dispatch set next_attempt_at = now() + interval '1 hour'
+      where webhook_id = ${webhookId} and locked_by is null
+    `);
+    const taken = await eventually(
+      () => claim("w2"),
+      (dispatches) => dispatches.length === 2,
+      { timeoutMs: 10_000 },
+    );
+    expect(taken.map((d) => d.attempt)).toEqual([1, 1]);
+    expect(taken.map((d) => d.id).sort()).toEqual(first.leased.map((d) => d.id).sort());
+  });
+
+  it("renews a handed-off row's lease while its POST outlasts it: one POST, no deliver claim, no wake-up", async () => {
+    const harness = await setUp({ env: { WEBHOOK_LEASE_MS: "1000", WEBHOOK_TIMEOUT_MS: "8000" } });
+    const slow = await receiver(() => ({ delayMs: 3_500 }));
+    const webhookId = await subscribe(harness, "acc_alice", `${slow.url}/slow`);
+    await createDebts(harness, "acc_alice", 1);
+    expect(
+      await eventually(
+        () => dispatchCounts(harness, webhookId),
+        (counts) => counts.success === 1,
+        { timeoutMs: 15_000 },
+      ),
+    ).toEqual({ success: 1 });
+    // Over three leases long, sent once: the keeper renewed the lease the route stage took for this worker.
+    expect(slow.posts).toHaveLength(1);
+    expect(await attemptsOf(harness, webhookId)).toHaveLength(1);
+    // The route stage handed it to its deliver loop: nothing was sent to wake a deliver claim.
+    expect(harness.hooklane.transport.sent.deliver).toBe(0);
   });
 
   it("probes a dead endpoint instead of hammering it, burns no attempts while open, and delivers all 1,000 once it is back", async () => {

@@ -1,0 +1,150 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pgliteFactory } from "../../../test/support/harness.ts";
+import { catalogueByInternal } from "../../webhook/catalogue/webhook-event-catalogue.ts";
+import { eventTypeRow } from "../../webhook/catalogue/catalogue-sync.ts";
+import { buildEventBody } from "../../webhook/outbound/webhook-event-body.ts";
+import { routeMessageSchema } from "../../webhook/outbound/webhook-out-queue-registrations.ts";
+import { ROUTE_RULES_JSON, routeRule } from "../../webhook/outbound/webhook-out-route.handler.ts";
+import type { Database } from "../client.ts";
+import { webhookEventType } from "../schema.ts";
+import { insertDispatches } from "./insert-dispatches.ts";
+import { enqueueRouteJob, routeJobs } from "./route-jobs.ts";
+
+let database: Database;
+const CAPS = { perWebhook: 100, perOrigin: 100, perAccount: 100 };
+
+beforeAll(async () => {
+  ({ database } = await pgliteFactory());
+  await database.db
+    .insert(webhookEventType)
+    .values(["account.updated", "general.address.created"].map((type) => eventTypeRow(catalogueByInternal(type)!)));
+  await database.rows(sql`
+    insert into webhook (id, url, events, secret_sealed, created_by)
+    values ('wh_all', 'https://example.com/hook', array['*'], 'sealed', 'test')
+  `);
+});
+afterAll(async () => {
+  await database?.close();
+});
+
+const message = (resourceId: string, eventId: string) => ({
+  eventId,
+  type: "account.updated",
+  resourceId,
+  occurredAt: "2026-12-03T07:30:00.123Z",
+  livemode: false,
+});
+
+describe("the route statement's body", () => {
+  // Quotes, escapes, C0 controls, DEL, non-ASCII, astral, line separators, markup.
+  const ids = [
+    'a"b\\c',
+    "line\nbreak\ttab\r\b\f",
+    "ctl\u0001\u001f\u007f",
+    "é ü 中",
+    "😀x",
+    "ls\u2028ps\u2029",
+    "</x>",
+  ];
+  for (const [i, resourceId] of ids.entries()) {
+    it(`is buildEventBody's bytes for the resource id ${JSON.stringify(resourceId)}`, async () => {
+      const event = message(resourceId, `evt_body_test_${i}`);
+      const entry = catalogueByInternal(event.type)!;
+      const [id] = await insertDispatches(database, event, routeRule(entry));
+      const [row] = await database.rows<{ payload: string; account: string | null }>(
+        sql`select payload, account from webhook_dispatch where id = ${id!}`,
+      );
+      expect(row!.payload).toBe(
+        buildEventBody({
+          id: event.eventId,
+          type: event.type,
+          created: event.occurredAt,
+          livemode: event.livemode,
+          object: entry.resource,
+          resourceId,
+          account: resourceId,
+        }),
+      );
+      expect(row!.account).toBe(resourceId);
+    });
+  }
+
+  it("routes an ownerless event with account null, once per event", async () => {
+    const event = { ...message("addr_1", "evt_body_none_1"), type: "general.address.created" };
+    const entry = catalogueByInternal(event.type)!;
+    const first = await insertDispatches(database, event, routeRule(entry));
+    expect(first).toHaveLength(1);
+    expect(await insertDispatches(database, event, routeRule(entry))).toEqual([]);
+    const [row] = await database.rows<{ payload: string }>(
+      sql`select payload from webhook_dispatch where id = ${first[0]!}`,
+    );
+    expect(JSON.parse(row!.payload).data).toEqual({ object: entry.resource, id: "addr_1", account: null });
+  });
+});
+
+describe("the route statement's check of a message", () => {
+  const good = message("acc_1", "evt_check_good_0001");
+  const samples: unknown[] = [
+    good,
+    { ...good, eventId: "evt_short" },
+    { ...good, eventId: "evt_not ok_12345" },
+    { ...good, eventId: "xyz_1234567890" },
+    { ...good, eventId: 12 },
+    { ...good, resourceId: "" },
+    { ...good, resourceId: "x".repeat(200) },
+    { ...good, resourceId: "x".repeat(201) },
+    { ...good, resourceId: "😀".repeat(100) },
+    { ...good, resourceId: "😀".repeat(101) },
+    { ...good, resourceId: 7 },
+    { ...good, occurredAt: "2026-12-03T07:30:00+01:00" },
+    { ...good, occurredAt: "2026-13-03T07:30:00Z" },
+    { ...good, occurredAt: "2026-12-03T07:30Z" },
+    { ...good, occurredAt: "2026-12-03 07:30:00Z" },
+    { ...good, occurredAt: "2026-12-03T07:30:00.123456789Z" },
+    { ...good, livemode: "false" },
+    { ...good, type: "nobody.knows" },
+    { ...good, type: undefined },
+    [good],
+    "evt_just_a_string",
+  ];
+
+  it("routes only what the route message's schema accepts, and leaves the rest leased to the consumer", async () => {
+    const routedHere: number[] = [];
+    for (const [i, sample] of samples.entries()) {
+      await database.rows(sql`delete from webhook_route_job`);
+      await database.rows(sql`delete from webhook_dispatch`);
+      await enqueueRouteJob(database, sample);
+      const routed = await routeJobs(database, {
+        workerId: "w1",
+        limit: 10,
+        routeLeaseMs: 60_000,
+        rulesJson: ROUTE_RULES_JSON,
+        claimLimit: 0,
+        leaseMs: 60_000,
+        caps: CAPS,
+      });
+      expect(routed.found, `sample ${i}`).toBe(1);
+      const parsed = routeMessageSchema.safeParse(sample);
+      const accepted = parsed.success && catalogueByInternal(parsed.data.type) !== undefined;
+      if (routed.routed.length === 1) {
+        routedHere.push(i);
+        // Routed here: the schema accepts it too, and the job is gone.
+        expect(accepted, `sample ${i} routed though the schema refuses it`).toBe(true);
+        expect(await database.rows(sql`select 1 from webhook_route_job`)).toEqual([]);
+      } else {
+        // Left to the consumer (which decides): leased to this worker, counted as an attempt.
+        expect(
+          routed.left.map((job) => job.message),
+          `sample ${i}`,
+        ).toEqual([sample]);
+        const [job] = await database.rows<{ locked_by: string; attempts: number }>(
+          sql`select locked_by, attempts from webhook_route_job`,
+        );
+        expect(job).toEqual({ locked_by: "w1", attempts: 1 });
+      }
+    }
+    // The well-formed ones were routed here (an id of 200 characters is within the schema).
+    expect(routedHere).toEqual([0, 6, 15]);
+  });
+});
