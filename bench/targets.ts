@@ -13,6 +13,11 @@ export interface TargetVerdict {
 const FAN_OUT_TARGET_WEBHOOKS = 10_000;
 const BACKLOG_TARGET_DISPATCHES = 100_000;
 const MB = 1_048_576;
+/** Light load, 2xx → receipt (SPEC's p50; the p99 is issue 18's). */
+const LIGHT_P50_MS = 8;
+const LIGHT_P99_MS = 25;
+/** End to end through the API, as a share of the API's own throughput with the flag off, in the same run (SPEC). */
+const END_TO_END_SHARE = 0.6;
 
 /** SPEC's "Targets", each judged from this run's figures. */
 export function evaluateTargets(results: BenchResults): TargetVerdict[] {
@@ -20,6 +25,9 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
   const lane = throughput?.contestants.hooklane.median ?? NaN;
+  // The API alone, flag off, measured in this run: what the end-to-end figure is a share of.
+  const apiAlone = publisher?.variants.find((variant) => variant.key === "off")?.median;
+  const endToEndRatio = (e2e?.loaded.sustainedDeliveriesPerSecond ?? NaN) / (apiAlone ?? NaN);
   const versus = (peer: "pg-boss" | "bullmq"): TargetVerdict => {
     const other = throughput?.contestants[peer];
     return {
@@ -68,16 +76,23 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       met: judge(lane, (r) => r >= 3_000),
     },
     {
-      target: "≥ 3,000 deliveries/s sustained: end to end through the API (fan-out 1)",
+      target: `end to end through the API (fan-out 1) ≥ ${END_TO_END_SHARE}× of the API's own req/s (scenario 1, flag off)`,
       figure: e2e
-        ? `${count(e2e.loaded.sustainedDeliveriesPerSecond)} deliveries/s (the API answered ${count(e2e.loaded.apiRequestsPerSecond)} req/s)`
+        ? `${count(e2e.loaded.sustainedDeliveriesPerSecond)} deliveries/s` +
+          (apiAlone ? ` against ${count(apiAlone)} req/s (${ratio(endToEndRatio)})` : " (scenario 1 did not run)") +
+          `; the API answered ${count(e2e.loaded.apiRequestsPerSecond)} req/s beside the lane`
         : "—",
-      met: judge(e2e?.loaded.sustainedDeliveriesPerSecond ?? NaN, (r) => r >= 3_000),
+      met: judge(endToEndRatio, (r) => r >= END_TO_END_SHARE),
     },
     {
-      target: "p50 from the API's 2xx to the subscriber ≤ 10 ms at light load",
-      figure: e2e ? `p50 ${ms(e2e.light.latency.p50)}, p99 ${ms(e2e.light.latency.p99)}` : "—",
-      met: judge(e2e?.light.latency.p50 ?? NaN, (p) => p <= 10),
+      target: `p50 from the API's 2xx to the subscriber ≤ ${LIGHT_P50_MS} ms at light load`,
+      figure: e2e ? `p50 ${ms(e2e.light.latency.p50)}` : "—",
+      met: judge(e2e?.light.latency.p50 ?? NaN, (p) => p <= LIGHT_P50_MS),
+    },
+    {
+      target: `p99 from the API's 2xx to the subscriber ≤ ${LIGHT_P99_MS} ms at light load`,
+      figure: e2e ? `p99 ${ms(e2e.light.latency.p99)} (p95 ${ms(e2e.light.latency.p95)})` : "—",
+      met: judge(e2e?.light.latency.p99 ?? NaN, (p) => p <= LIGHT_P99_MS),
     },
     {
       target: "≥ 50 % of the raw loopback POST ceiling",

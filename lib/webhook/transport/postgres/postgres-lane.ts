@@ -47,7 +47,10 @@ export interface Lane {
  * deliver loop, each claiming with `FOR UPDATE SKIP LOCKED` under short
  * leases that a keeper renews while this worker lives, woken by NOTIFY (on a
  * LISTEN session that heals itself) or a local signal, and sleeping until
- * the next scheduled retry otherwise. Any number of these may share one database.
+ * the next scheduled retry otherwise. The route loop leases the dispatches it
+ * creates to this worker's deliver loop in the same statement, under the
+ * claim's rules, so a light-load event reaches its POST without a deliver
+ * claim. Any number of these may share one database.
  */
 export async function startPostgresLane(options: PostgresLaneOptions): Promise<Lane> {
   const { database, transport } = options;
