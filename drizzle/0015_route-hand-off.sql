@@ -276,7 +276,9 @@ $$;
 -- (hooklane_route_event) and deletes it; leases the others to p_worker for p_route_lease_ms, as
 -- claimRouteJobs does, for the shared consumer to judge (poison, or routed there). Then leases up to
 -- p_claim_limit of the new dispatches to p_worker under the claim's rules (hooklane_claim_dispatches with
--- p_only_ids) and NOTIFYs the deliver channel when any new dispatch stays pending. The well-formedness
+-- p_only_ids) and NOTIFYs the deliver channel when any new dispatch stays pending. A statement that created
+-- p_large_fan_out dispatches or more does neither: the caller refreshes the table's statistics and then wakes the
+-- deliver loops, so no claim plans against a table that just grew by a large fan-out. The well-formedness
 -- check is no looser than the route message's schema: what it refuses goes to the consumer, which decides.
 -- A job that fails here fails the whole statement; the caller then routes the batch one job at a time.
 CREATE OR REPLACE FUNCTION hooklane_route_jobs(
@@ -289,7 +291,8 @@ CREATE OR REPLACE FUNCTION hooklane_route_jobs(
   p_webhook_cap integer,
   p_origin_cap integer,
   p_account_cap integer,
-  p_settled text[]
+  p_settled text[],
+  p_large_fan_out integer
 ) RETURNS jsonb
 LANGUAGE plpgsql
 AS $$
@@ -341,14 +344,17 @@ BEGIN
 
   DELETE FROM webhook_route_job r WHERE r.id = ANY (v_routed_jobs);
 
-  IF p_claim_limit > 0 AND cardinality(v_ids) > 0 THEN
+  IF cardinality(v_ids) >= p_large_fan_out THEN
+    -- Left to the caller: statistics first, then the deliver loops' claims.
+    NULL;
+  ELSIF p_claim_limit > 0 AND cardinality(v_ids) > 0 THEN
     -- Offer the claim a bounded set (a large fan-out leaves the rest to the deliver loops).
     v_offered := v_ids[1:greatest(64, p_claim_limit * 2)];
     v_claim := hooklane_claim_dispatches(p_worker, p_claim_limit, p_lease_ms, '', NULL, p_webhook_cap,
       p_origin_cap, p_account_cap, cardinality(v_offered), 250, p_settled, v_offered);
     v_rows := v_claim -> 'rows';
   END IF;
-  IF jsonb_array_length(v_rows) < cardinality(v_ids) THEN
+  IF jsonb_array_length(v_rows) < cardinality(v_ids) AND cardinality(v_ids) < p_large_fan_out THEN
     PERFORM pg_notify('hooklane_deliver', '');
   END IF;
 

@@ -306,6 +306,7 @@ describe("isolation on the lane", () => {
         claimLimit,
         leaseMs,
         caps,
+        largeFanOut: 1_000,
       });
     const leases = () =>
       database.rows<{ locked_by: string | null; leased: boolean; attempt_count: number }>(sql`
@@ -337,6 +338,7 @@ describe("isolation on the lane", () => {
       claimLimit: 1,
       leaseMs: 60_000,
       caps: { perWebhook: 100, perOrigin: 100, perAccount: 100 },
+      largeFanOut: 1_000,
     });
     expect(limited).toMatchObject({ found: 3, dispatches: 3 });
     expect(limited.leased).toHaveLength(1);

@@ -123,6 +123,7 @@ describe("the route statement's check of a message", () => {
         claimLimit: 0,
         leaseMs: 60_000,
         caps: CAPS,
+        largeFanOut: 1_000,
       });
       expect(routed.found, `sample ${i}`).toBe(1);
       const parsed = routeMessageSchema.safeParse(sample);

@@ -114,6 +114,11 @@ export interface RouteJobsOptions {
   caps: InFlightCaps;
   /** Dispatches this worker finished but has not recorded: no longer in flight under the caps. */
   settled?: readonly string[];
+  /**
+   * From this many new dispatches on, the statement leases none and sends no wake-up: the caller refreshes the
+   * table's statistics, then wakes the deliver loops.
+   */
+  largeFanOut: number;
 }
 
 export interface RoutedJobs {
@@ -138,7 +143,8 @@ export interface RoutedJobs {
  * `claimLimit` of the new dispatches to this worker under the claim's rules
  * (in-flight caps across workers, breakers, rate limits), all in one
  * transaction. The new rows no claim took stay pending and a NOTIFY wakes
- * the deliver loops for them. If the worker dies after the commit, the leases
+ * the deliver loops for them (a fan-out of `largeFanOut` rows or more is left
+ * to the caller and the deliver loops whole). If the worker dies after the commit, the leases
  * run out and any worker claims the rows again.
  */
 export async function routeJobs(database: Database, options: RouteJobsOptions): Promise<RoutedJobs> {
@@ -147,7 +153,8 @@ export async function routeJobs(database: Database, options: RouteJobsOptions): 
       ${options.workerId}, ${options.limit}::int, ${options.routeLeaseMs}::int, ${options.rulesJson}::jsonb,
       ${options.claimLimit}::int, ${options.leaseMs}::int, ${options.caps.perWebhook}::int,
       ${options.caps.perOrigin}::int, ${options.caps.perAccount}::int,
-      array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb))
+      array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb)),
+      ${options.largeFanOut}::int
     )::text as routed
   `);
   const raw: RawRoutedJobs = JSON.parse(row!.routed);

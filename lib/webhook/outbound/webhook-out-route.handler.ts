@@ -41,7 +41,8 @@ export const ROUTE_RULES_JSON = JSON.stringify(
   Object.fromEntries(CATALOGUE.map((entry) => [entry.internal, routeRule(entry)])),
 );
 
-const LARGE_FAN_OUT = 1_000;
+/** From this many new dispatches on, the table's statistics are refreshed before any claim is woken. */
+export const LARGE_FAN_OUT = 1_000;
 const ANALYZE_AT_MOST_EVERY_MS = 60_000;
 const lastAnalyzed = new WeakMap<Database, number>();
 

@@ -12,7 +12,7 @@ import {
 import type { Logger } from "../../../log/logger.ts";
 import type { LaneMetrics } from "../../../metrics/lane-metrics.ts";
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
-import { analyzeAfterLargeFanOut, ROUTE_RULES_JSON } from "../../outbound/webhook-out-route.handler.ts";
+import { analyzeAfterLargeFanOut, LARGE_FAN_OUT, ROUTE_RULES_JSON } from "../../outbound/webhook-out-route.handler.ts";
 import type { DeliverLoop } from "./deliver-loop.ts";
 import { runLoop } from "./lane-loop.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
@@ -77,6 +77,7 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
         leaseMs: options.dispatchLeaseMs,
         caps: options.caps,
         settled: options.deliver.settled,
+        largeFanOut: LARGE_FAN_OUT,
       });
     } catch (error) {
       options.deliver.adopt([], reserved);
@@ -89,12 +90,17 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
     }
     options.deliver.adopt(routed.leased, reserved);
     for (const dispatches of routed.routed) options.metrics?.routed("routed", dispatches);
-    if (routed.leased.length < routed.dispatches) {
-      // The rest wait for a claim (the statement NOTIFYed other processes).
-      transport.sent.deliver += routed.dispatches - routed.leased.length;
+    // New rows no claim took wait for one: a deliver message each, carried by a wake-up.
+    const pending = routed.dispatches - routed.leased.length;
+    if (pending > 0) transport.sent.deliver += pending;
+    if (routed.dispatches >= LARGE_FAN_OUT) {
+      // Fresh statistics first, then the claims: the statement left this wake-up to us.
+      await analyzeAfterLargeFanOut(database, routed.dispatches);
+      if (pending > 0) await transport.sendDeliver([]);
+    } else if (pending > 0) {
+      // The statement NOTIFYed other processes.
       transport.deliverSignal.wake();
     }
-    await analyzeAfterLargeFanOut(database, routed.dispatches);
     if (routed.left.length > 0) await consume(routed.left);
     if (routed.found < options.batchSize) {
       const dueMs = routed.dueMs === null ? options.maxIdleMs : Math.max(routed.dueMs, LOCKED_RECHECK_MS);
