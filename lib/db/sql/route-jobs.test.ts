@@ -149,3 +149,43 @@ describe("the route statement's check of a message", () => {
     expect(routedHere).toEqual([0, 6, 15]);
   });
 });
+
+describe("the route statement's hand-off", () => {
+  it("leases the new dispatches it has room for, and none of a fan-out as large as largeFanOut", async () => {
+    await database.rows(sql`delete from webhook_route_job`);
+    await database.rows(sql`delete from webhook_dispatch`);
+    await database.rows(sql`
+      insert into webhook (id, url, events, secret_sealed, created_by)
+      values ('wh_fan_1', 'https://one.example.com/hook', array['*'], 'sealed', 'test'),
+             ('wh_fan_2', 'https://two.example.com/hook', array['*'], 'sealed', 'test')
+    `);
+    try {
+      const route = async (eventId: string, largeFanOut: number) => {
+        await enqueueRouteJob(database, message("acc_1", eventId));
+        return routeJobs(database, {
+          workerId: "w1",
+          limit: 10,
+          routeLeaseMs: 60_000,
+          rulesJson: ROUTE_RULES_JSON,
+          claimLimit: 10,
+          leaseMs: 60_000,
+          caps: CAPS,
+          largeFanOut,
+        });
+      };
+      // Three webhooks hear it: all three leased to w1, ready to attempt.
+      const small = await route("evt_fan_small_0001", 1_000);
+      expect(small).toMatchObject({ found: 1, routed: [3], dispatches: 3 });
+      expect(small.leased.map((d) => d.webhookId).sort()).toEqual(["wh_all", "wh_fan_1", "wh_fan_2"]);
+      // As large as largeFanOut: routed, and left pending for the deliver loops' claims.
+      const large = await route("evt_fan_large_0001", 3);
+      expect(large).toMatchObject({ found: 1, routed: [3], dispatches: 3, leased: [] });
+      const [pending] = await database.rows<{ n: number }>(
+        sql`select count(*)::int as n from webhook_dispatch where event_id = 'evt_fan_large_0001' and locked_by is null`,
+      );
+      expect(pending!.n).toBe(3);
+    } finally {
+      await database.rows(sql`delete from webhook where id in ('wh_fan_1', 'wh_fan_2')`);
+    }
+  });
+});
