@@ -288,10 +288,6 @@ export const webhookDispatch = pgTable(
     index("webhook_dispatch_webhook_due_idx")
       .on(t.webhookId, t.nextAttemptAt)
       .where(sql`${t.status} in ('pending', 'error')`),
-    // Leases held now: in-flight counts per webhook, origin and account, and lease renewal.
-    index("webhook_dispatch_leased_idx")
-      .on(t.lockedBy)
-      .where(sql`${t.lockedUntil} is not null`),
     // Deliveries in flight now, for the claim's caps: a range over the live leases alone, not every open row.
     index("webhook_dispatch_in_flight_idx")
       .on(t.lockedUntil)
