@@ -66,8 +66,11 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let flushing: Promise<void> | undefined;
   let heldBack = false;
 
+  /** Slots neither in flight nor set aside for the route stage. */
+  const free = () => options.concurrency - inFlight - reserved;
+
   async function step(): Promise<void> {
-    const capacity = options.concurrency - inFlight - reserved;
+    const capacity = free();
     if (capacity <= 0) {
       await new Promise<void>((resolve) => slotFreed.add(resolve));
       return;
@@ -154,7 +157,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       return completed.map((result) => result.dispatchId);
     },
     reserve(n) {
-      const granted = Math.max(0, Math.min(n, options.concurrency - inFlight - reserved));
+      const granted = Math.max(0, Math.min(n, free()));
       reserved += granted;
       return granted;
     },
