@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { PGlite } from "@electric-sql/pglite";
-import { sql, type SQL } from "drizzle-orm";
+import { sql, type Query, type SQL } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import pg from "pg";
@@ -16,8 +16,13 @@ export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export interface Database {
   db: Db;
   kind: "pglite" | "postgres" | "neon";
-  /** Runs a raw statement and returns its rows. */
-  rows<T>(query: SQL): Promise<T[]>;
+  /**
+   * Runs a raw statement and returns its rows. With `name`, on node-postgres it
+   * is a named prepared statement: each connection parses it once
+   * and the server may keep one plan for it. The text must then be the same
+   * on every call with that name (values go in as parameters).
+   */
+  rows<T>(query: SQL, name?: string): Promise<T[]>;
   /**
    * Runs `fn` in one transaction, handing it a Database whose statements all
    * belong to it: committed when `fn` resolves, rolled back when it throws.
@@ -198,9 +203,22 @@ interface FacadeParts {
   notifyAtCommit?: Database["notifyAtCommit"];
 }
 
+/** What a named statement needs of a drizzle instance: its session (public in drizzle, marked internal) and dialect. */
+interface NamedQueryParts {
+  session: {
+    prepareQuery(query: Query, fields: undefined, name: string, arrayMode: false): { execute(): Promise<unknown> };
+  };
+  dialect: { sqlToQuery(query: SQL): Query };
+}
+
 /** The Database over a drizzle instance (or a transaction of one). */
 function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
-  const rows = async <T>(query: SQL) => ((await db.execute(query)) as unknown as { rows: T[] }).rows;
+  const rows = async <T>(query: SQL, name?: string): Promise<T[]> => {
+    if (name === undefined || kind !== "postgres") return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
+    const { session, dialect } = db as unknown as NamedQueryParts;
+    return ((await session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute()) as { rows: T[] })
+      .rows;
+  };
   const { transaction: _t, beforeCommit: _b, notifyAtCommit: _n, ...shared } = parts;
   return {
     db,

@@ -70,7 +70,8 @@ export interface Claim {
  * claimable again at the same attempt number, which at-least-once allows.
  */
 export async function claimDispatches(database: Database, options: ClaimOptions): Promise<Claim> {
-  const [row] = await database.rows<{ claim: string | RawClaim }>(sql`
+  const [row] = await database.rows<{ claim: string | RawClaim }>(
+    sql`
     select hooklane_claim_dispatches(
       ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
       ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
@@ -78,7 +79,9 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
       ${options.recheckMs ?? 250}::int,
       array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb))
     )::text as claim
-  `);
+  `,
+    "hooklane_claim",
+  );
   const claim: RawClaim = typeof row!.claim === "string" ? JSON.parse(row!.claim) : row!.claim;
   const modes = await testModes(
     database,

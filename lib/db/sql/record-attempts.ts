@@ -80,7 +80,8 @@ export async function recordAttempts(
   // Doubles with each consecutive opening (j.opens), up to the cap.
   const openFor = sql`least(${breaker.openMaxMs}::float8, ${breaker.openBaseMs}::float8 * 2 ^ j.opens)`;
   return (
-    await database.rows<{ webhook_id: string; failures: number; open_for_ms: number | string }>(sql`
+    await database.rows<{ webhook_id: string; failures: number; open_for_ms: number | string }>(
+      sql`
     with r as (
       select r.*, case when r.retry_in_ms is null then null
                        else now() + r.retry_in_ms * interval '1 millisecond' end as next_at
@@ -203,6 +204,9 @@ export async function recordAttempts(
       where w.id = j.webhook_id
     )
     select j.webhook_id, j.failures, ${openFor} as open_for_ms from judged j where j.opening
-  `)
+  `,
+      // The same text every call (every value is a parameter): parsed once per connection, not per batch.
+      "hooklane_record_attempts",
+    )
   ).map((row) => ({ webhookId: row.webhook_id, failures: row.failures, openForMs: Number(row.open_for_ms) }));
 }
