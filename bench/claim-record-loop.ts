@@ -1,0 +1,107 @@
+// The lane's database work alone: claim and record in a loop, no HTTP, on a
+// throwaway database. Prints, per delivery, the wall time of each statement and
+// the CPU every PostgreSQL process on this machine spent (from /proc, so run it
+// on a quiet machine with the server on this host).
+//
+//   node bench/claim-record-loop.ts [--webhooks 16] [--deliveries 12000] [--limit 32]
+//
+// BENCH_DATABASE_URL is the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
+import { readdirSync, readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { sql } from "drizzle-orm";
+import { claimDispatches } from "../lib/db/sql/claim-dispatches.ts";
+import { recordAttempts, type AttemptRecord, type BreakerRule } from "../lib/db/sql/record-attempts.ts";
+import { BREAKER } from "../lib/webhook/outbound/webhook-retry-policy.ts";
+import { createBenchDatabase } from "./bench-database.ts";
+
+const { values } = parseArgs({
+  options: {
+    webhooks: { type: "string", default: "16" },
+    deliveries: { type: "string", default: "12000" },
+    limit: { type: "string", default: "32" },
+  },
+});
+const webhooks = Number(values.webhooks);
+const deliveries = Number(values.deliveries);
+const limit = Number(values.limit);
+const WORKER = "claim-record-loop";
+const BREAKER_RULE: BreakerRule = {
+  threshold: BREAKER.threshold,
+  openBaseMs: 5_000,
+  openMaxMs: 300_000,
+  connectionClasses: BREAKER.connectionClasses,
+};
+
+/** CPU ticks (1/100 s) of every postgres process now alive, and of those its postmaster reaped. */
+function postgresTicks(): number {
+  let ticks = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (!stat.includes("(postgres)")) continue;
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+  }
+  return ticks;
+}
+
+const db = await createBenchDatabase(
+  process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+  "claim-record-loop-".padEnd(43, "k"),
+  { asyncCommit: true },
+);
+try {
+  const ids = await db.seedWebhooks(webhooks, "http://127.0.0.1:9/never", "account");
+  await db.insertDispatches(ids, deliveries + 4 * limit, "loop");
+  await db.database.rows(sql`vacuum analyze webhook_dispatch`);
+
+  const caps = { perWebhook: 16, perOrigin: 1_000_000, perAccount: 1_000_000 };
+  let done = 0;
+  let cursor = "";
+  let claimMs = 0;
+  let recordMs = 0;
+  const ticksBefore = postgresTicks();
+  const started = performance.now();
+  for (let round = 0; round < deliveries && done < deliveries; round++) {
+    let at = performance.now();
+    const claim = await claimDispatches(db.database, { workerId: WORKER, limit, leaseMs: 30_000, caps, after: cursor });
+    claimMs += performance.now() - at;
+    cursor = claim.cursor;
+    if (claim.dispatches.length === 0) break;
+    const now = new Date();
+    const records: AttemptRecord[] = claim.dispatches.map((d) => ({
+      dispatchId: d.id,
+      webhookId: d.webhookId,
+      attempt: d.attempt,
+      status: "success",
+      retryInMs: null,
+      startedAt: now,
+      durationMs: 2,
+      outcome: "success",
+      statusCode: 200,
+      errorClass: null,
+      errorMessage: null,
+      responseExcerpt: "ok",
+      signature: { timestamp: Math.floor(now.getTime() / 1_000), scheme: d.scheme, signatures: 1 },
+      probe: false,
+    }));
+    at = performance.now();
+    await recordAttempts(db.database, WORKER, records, BREAKER_RULE);
+    recordMs += performance.now() - at;
+    done += records.length;
+  }
+  const wallMs = performance.now() - started;
+  const perDelivery = (ms: number) => `${Math.round((ms * 1_000) / done)} µs`;
+  console.log(
+    `${done} deliveries over ${webhooks} webhooks, claims of up to ${limit}: per delivery ` +
+      `wall ${perDelivery(wallMs)}, claim ${perDelivery(claimMs)}, record ${perDelivery(recordMs)}, ` +
+      `PostgreSQL CPU ${perDelivery((postgresTicks() - ticksBefore) * 10)}`,
+  );
+} finally {
+  await db.drop();
+}
