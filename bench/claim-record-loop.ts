@@ -9,10 +9,12 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
+import { parseBackoff } from "../lib/config/duration.ts";
 import { claimDispatches } from "../lib/db/sql/claim-dispatches.ts";
 import { recordAttempts, type AttemptRecord, type BreakerRule } from "../lib/db/sql/record-attempts.ts";
 import { BREAKER } from "../lib/webhook/outbound/webhook-retry-policy.ts";
 import { createBenchDatabase } from "./bench-database.ts";
+import { processCpuMs } from "./product-processes.ts";
 
 const { values } = parseArgs({
   options: {
@@ -25,29 +27,29 @@ const webhooks = Number(values.webhooks);
 const deliveries = Number(values.deliveries);
 const limit = Number(values.limit);
 const WORKER = "claim-record-loop";
+const open = parseBackoff(BREAKER.open);
 const BREAKER_RULE: BreakerRule = {
   threshold: BREAKER.threshold,
-  openBaseMs: 5_000,
-  openMaxMs: 300_000,
+  openBaseMs: open.baseMs,
+  openMaxMs: open.maxMs,
   connectionClasses: BREAKER.connectionClasses,
 };
 
-/** CPU ticks (1/100 s) of every postgres process now alive, and of those its postmaster reaped. */
-function postgresTicks(): number {
-  let ticks = 0;
+/** CPU of every postgres process now alive, and of those its postmaster reaped, in milliseconds. */
+function postgresCpuMs(): number {
+  let ms = 0;
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
-    let stat: string;
+    let command: string;
     try {
-      stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      command = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
     } catch {
       continue; // gone meanwhile
     }
-    if (!stat.includes("(postgres)")) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    const cpu = command === "postgres" ? processCpuMs(Number(pid), true) : NaN;
+    if (!Number.isNaN(cpu)) ms += cpu;
   }
-  return ticks;
+  return ms;
 }
 
 const db = await createBenchDatabase(
@@ -65,7 +67,7 @@ try {
   let cursor = "";
   let claimMs = 0;
   let recordMs = 0;
-  const ticksBefore = postgresTicks();
+  const cpuBefore = postgresCpuMs();
   const started = performance.now();
   for (let round = 0; round < deliveries && done < deliveries; round++) {
     let at = performance.now();
@@ -100,7 +102,7 @@ try {
   console.log(
     `${done} deliveries over ${webhooks} webhooks, claims of up to ${limit}: per delivery ` +
       `wall ${perDelivery(wallMs)}, claim ${perDelivery(claimMs)}, record ${perDelivery(recordMs)}, ` +
-      `PostgreSQL CPU ${perDelivery((postgresTicks() - ticksBefore) * 10)}`,
+      `PostgreSQL CPU ${perDelivery(postgresCpuMs() - cpuBefore)}`,
   );
 } finally {
   await db.drop();

@@ -225,12 +225,16 @@ function npmScriptNodeArgs(name: string): string[] {
 // USER_HZ: the unit of /proc/<pid>/stat's times on every Linux Node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** utime + stime of a live process from /proc/<pid>/stat, in milliseconds; NaN once it exited. */
-export function processCpuMs(pid: number): number {
+/**
+ * utime + stime of a live process from /proc/<pid>/stat, in milliseconds; NaN once it exited. With `reaped`, plus
+ * the children it has waited for (cutime + cstime: a postmaster's exited backends and autovacuum workers).
+ */
+export function processCpuMs(pid: number, reaped = false): number {
   try {
     // Fields after the parenthesised command name, which may itself contain spaces.
     const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / CLOCK_TICKS_PER_SECOND;
+    const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
+    return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
   } catch {
     return NaN;
   }
