@@ -288,10 +288,8 @@ export const webhookDispatch = pgTable(
     index("webhook_dispatch_webhook_due_idx")
       .on(t.webhookId, t.nextAttemptAt)
       .where(sql`${t.status} in ('pending', 'error')`),
-    // Deliveries in flight now, for the claim's caps: a range over the live leases alone, not every open row.
-    index("webhook_dispatch_in_flight_idx")
-      .on(t.lockedUntil)
-      .where(sql`${t.lockedUntil} is not null and ${t.status} in ('pending', 'error')`),
+    // No index reads `locked_until` or `locked_by`: a lease and its renewals are heap-only updates. The claim's
+    // caps count deliveries in flight from `webhook_lane_in_flight`, not from the leases.
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
@@ -371,6 +369,22 @@ export const webhookWorker = pgTable("webhook_worker", {
   heartbeatAt: timestamp("heartbeat_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
   lastClaimAt: timestamp("last_claim_at", { withTimezone: true, mode: "date" }),
   inFlight: integer("in_flight").notNull().default(0),
+});
+
+/**
+ * Deliveries in flight per webhook, one row per lane worker (a Vercel
+ * invocation is a worker too): what the fair claim's caps count. A worker's
+ * claim writes its row under the claim's lock, from what the worker knows it
+ * has in flight plus what the claim took, so between its claims the row can
+ * only overstate; its lease keeper keeps `until` ahead, and a worker that
+ * dies stops counting when its leases run out.
+ */
+export const webhookLaneInFlight = pgTable("webhook_lane_in_flight", {
+  worker: text("worker").primaryKey(),
+  /** Counted until then: the worker's leases run out by then too unless it renews them. */
+  until: timestamp("until", { withTimezone: true, mode: "date" }).notNull(),
+  /** Webhook id → deliveries this worker has in flight. */
+  byWebhook: jsonb("by_webhook").$type<Record<string, number>>().notNull(),
 });
 
 /**

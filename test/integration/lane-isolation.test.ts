@@ -1,7 +1,7 @@
 import { count, eq, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
-import { claimDispatches } from "../../lib/db/sql/claim-dispatches.ts";
+import { claimDispatches, forgetInFlight } from "../../lib/db/sql/claim-dispatches.ts";
 import { routeJobs } from "../../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { DELIVER_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
@@ -215,7 +215,7 @@ describe("isolation on the lane", () => {
     expect(slowPosts.length).toBeLessThanOrEqual(16);
   }, 60_000);
 
-  it("frees a slot under the caps once the claiming worker's attempt is over, before it is recorded", async () => {
+  it("counts every worker's deliveries in flight from its book row: a slot is free once the attempt is over, before it is recorded, and a dead worker's once its leases run out", async () => {
     const harness = await setUp({ lane: false });
     const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/capped");
     await harness.hooklane.database.db.insert(webhookDispatch).values(
@@ -228,19 +228,37 @@ describe("isolation on the lane", () => {
       })),
     );
     const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
-    const claim = (workerId: string, settled: string[] = []) =>
-      claimDispatches(harness.hooklane.database, { workerId, limit: 10, leaseMs: 60_000, caps, settled }).then(
-        (claimed) => claimed.dispatches.map((dispatch) => dispatch.id),
+    const claim = (workerId: string, held: Record<string, number> = {}, leaseMs = 60_000) =>
+      claimDispatches(harness.hooklane.database, { workerId, limit: 10, leaseMs, caps, held }).then((claimed) =>
+        claimed.dispatches.map((dispatch) => dispatch.id),
+      );
+    const book = () =>
+      harness.hooklane.database.rows<{ worker: string; by_webhook: Record<string, number> }>(
+        sql`select worker, by_webhook from webhook_lane_in_flight order by worker`,
       );
     const first = await claim("w1");
     expect(first).toHaveLength(2);
-    expect(await claim("w1")).toHaveLength(0);
-    // Another worker cannot free w1's slot by naming its row.
-    expect(await claim("w2", [first[0]!])).toHaveLength(0);
+    expect(await book()).toEqual([{ worker: "w1", by_webhook: { [webhookId]: 2 } }]);
+    expect(await claim("w1", { [webhookId]: 2 })).toHaveLength(0);
+    // Another worker sees w1's two in flight: nothing for it, whatever it says of its own.
+    expect(await claim("w2")).toHaveLength(0);
     // w1's first attempt is over (not recorded yet): one slot is free again, the other still held.
-    const next = await claim("w1", [first[0]!]);
+    const next = await claim("w1", { [webhookId]: 1 }, 1_000);
     expect(next).toHaveLength(1);
     expect(first).not.toContain(next[0]);
+    expect(await book()).toEqual([{ worker: "w1", by_webhook: { [webhookId]: 2 } }]);
+    expect(await claim("w2")).toHaveLength(0);
+    // w1 dies: nothing renews its row or its last lease, and once they run out w2 has both slots.
+    await harness.hooklane.database.rows(
+      sql`update webhook_dispatch set locked_until = now() + interval '1 second' where locked_by = 'w1'`,
+    );
+    const taken = await eventually(
+      () => claim("w2"),
+      (ids) => ids.length === 2,
+      { timeoutMs: 10_000 },
+    );
+    expect(taken).toHaveLength(2);
+    expect(await book()).toEqual([{ worker: "w2", by_webhook: { [webhookId]: 2 } }]);
   });
 
   it("says rows were held back when a claim fills a webhook's room under its cap, so a finished attempt claims again", async () => {
@@ -297,7 +315,7 @@ describe("isolation on the lane", () => {
     const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/handed");
     await createDebts(harness, "acc_alice", 5); // 5 route jobs in the outbox, nobody routing them
     const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
-    const route = (workerId: string, claimLimit: number, leaseMs = 60_000) =>
+    const route = (workerId: string, claimLimit: number, leaseMs = 60_000, held: Record<string, number> = {}) =>
       routeJobs(database, {
         workerId,
         limit: 100,
@@ -306,6 +324,7 @@ describe("isolation on the lane", () => {
         claimLimit,
         leaseMs,
         caps,
+        held,
         largeFanOut: 1_000,
       });
     const leases = () =>
@@ -342,12 +361,14 @@ describe("isolation on the lane", () => {
     });
     expect(limited).toMatchObject({ found: 3, dispatches: 3 });
     expect(limited.leased).toHaveLength(1);
+    // w3's attempt is over and recorded, and w3 stops.
     await database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null where locked_by = 'w3'`);
+    await forgetInFlight(database, "w3");
 
     // An open breaker: the new row waits, leased to nobody.
     await database.rows(sql`update webhook set breaker_open_until = now() + interval '1 hour' where id = ${webhookId}`);
     await createDebts(harness, "acc_alice", 1);
-    const held = await route("w1", 100);
+    const held = await route("w1", 100, 1_500, { [webhookId]: 2 });
     expect(held).toMatchObject({ found: 1, dispatches: 1, leased: [] });
     await database.rows(sql`update webhook set breaker_open_until = null where id = ${webhookId}`);
 

@@ -47,10 +47,11 @@ export interface ClaimOptions {
   /** With rows held back by a cap, look again after this long at most (another worker may free a slot). */
   recheckMs?: number;
   /**
-   * Dispatches this worker holds whose attempt is over but not recorded yet: they no longer count
-   * as in flight under the caps (migration 0009).
+   * This worker's deliveries in flight now, per webhook id (attempts finished but not recorded are not in
+   * flight). The claim counts them with every other worker's book row, and writes this worker's row back with
+   * what it took (migration 0019). Omitted: none, as for a worker that claims once (push transports).
    */
-  settled?: readonly string[];
+  held?: Readonly<Record<string, number>>;
 }
 
 export interface Claim {
@@ -63,9 +64,10 @@ export interface Claim {
 
 /**
  * Leases due dispatches fairly (`hooklane_claim_dispatches`, migrations
- * 0003, 0004 and 0009): webhooks with open rows take turns, each up to what its caps, its
+ * 0003, 0004, 0012, 0014, 0015 and 0019): webhooks with open rows take turns, each up to what its caps, its
  * circuit breaker and its rate limit allow right now; rows held back stay
- * pending. Claims are serialised by the database, so the caps hold across
+ * pending. Claims are serialised by the database and count every worker's
+ * deliveries in flight (`webhook_lane_in_flight`), so the caps hold across
  * every worker. A lease that runs out (a dead worker) makes the row
  * claimable again at the same attempt number, which at-least-once allows.
  */
@@ -76,8 +78,7 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
       ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
       ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
       ${options.caps.perAccount}::int, ${options.maxSteps ?? Math.max(64, options.limit * 4)}::int,
-      ${options.recheckMs ?? 250}::int,
-      array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb))
+      ${options.recheckMs ?? 250}::int, ${JSON.stringify(options.held ?? {})}::jsonb, null::text[]
     )::text as claim
   `,
     "hooklane_claim",
@@ -120,4 +121,13 @@ interface RawClaim {
   rows: Array<Omit<ClaimedRow, "testMode">>;
   cursor: string;
   waitMs: number | null;
+}
+
+/**
+ * Takes a worker's row out of the in-flight book: for a worker that claims once
+ * (a push transport's invocation) after its attempt is recorded, and for one
+ * that stops. Otherwise its row would count until its leases ran out.
+ */
+export async function forgetInFlight(database: Database, workerId: string): Promise<void> {
+  await database.rows(sql`delete from webhook_lane_in_flight where worker = ${workerId}`);
 }

@@ -112,8 +112,8 @@ export interface RouteJobsOptions {
   /** The dispatch lease. */
   leaseMs: number;
   caps: InFlightCaps;
-  /** Dispatches this worker finished but has not recorded: no longer in flight under the caps. */
-  settled?: readonly string[];
+  /** This worker's deliveries in flight now, per webhook id, as for `claimDispatches`. */
+  held?: Readonly<Record<string, number>>;
   /**
    * From this many new dispatches on, the statement leases none and sends no wake-up: the caller refreshes the
    * table's statistics, then wakes the deliver loops.
@@ -137,7 +137,7 @@ export interface RoutedJobs {
 }
 
 /**
- * The route stage in one statement (`hooklane_route_jobs`, migration 0015):
+ * The route stage in one statement (`hooklane_route_jobs`, migrations 0015 and 0019):
  * claims up to `limit` due route jobs, routes each well-formed one whose type
  * has a rule (`hooklane_route_event`) and deletes it, and leases up to
  * `claimLimit` of the new dispatches to this worker under the claim's rules
@@ -153,7 +153,7 @@ export async function routeJobs(database: Database, options: RouteJobsOptions): 
       ${options.workerId}, ${options.limit}::int, ${options.routeLeaseMs}::int, ${options.rulesJson}::jsonb,
       ${options.claimLimit}::int, ${options.leaseMs}::int, ${options.caps.perWebhook}::int,
       ${options.caps.perOrigin}::int, ${options.caps.perAccount}::int,
-      array(select jsonb_array_elements_text(${JSON.stringify(options.settled ?? [])}::jsonb)),
+      ${JSON.stringify(options.held ?? {})}::jsonb,
       ${options.largeFanOut}::int
     )::text as routed
   `);

@@ -30,8 +30,13 @@ export interface DeliverLoop {
   /** Dispatches claimed and not yet recorded: the leases worth renewing. */
   readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
-  /** Dispatches whose attempt is over and not recorded yet: no longer in flight under the caps. */
-  readonly settled: readonly string[];
+  /**
+   * Runs `claim` when no other claim of this worker runs, with what the worker has in flight now per
+   * webhook (`held`, for the claim's caps). `claim` hands what it leased to this loop (`deliverOne` by
+   * claiming here, `adopt` from the route stage) before it resolves, so the next claim counts it: a claim
+   * writes the worker's row of the in-flight book from `held`, and two at once would each miss the other's rows.
+   */
+  claimTurn<T>(claim: (held: Readonly<Record<string, number>>) => Promise<T>): Promise<T>;
   /**
    * Sets aside up to `n` of this worker's free slots for dispatches leased elsewhere in this worker (the
    * route stage's), so the two loops together never exceed `concurrency`. Returns how many were set aside.
@@ -65,31 +70,45 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
   let heldBack = false;
+  /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
+  const attempting = new Map<string, number>();
+  let turn: Promise<unknown> = Promise.resolve();
+
+  function claimTurn<T>(claim: (held: Readonly<Record<string, number>>) => Promise<T>): Promise<T> {
+    const run = turn.then(() => claim(Object.fromEntries(attempting)));
+    turn = run.catch(() => {});
+    return run;
+  }
 
   /** Slots neither in flight nor set aside for the route stage. */
   const free = () => options.concurrency - inFlight - reserved;
 
   async function step(): Promise<void> {
-    const capacity = free();
-    if (capacity <= 0) {
+    if (free() <= 0) {
       await new Promise<void>((resolve) => slotFreed.add(resolve));
       return;
     }
-    const limit = Math.min(options.batchSize, capacity);
-    const claim = await claimDispatches(database, {
-      workerId,
-      limit,
-      leaseMs: options.leaseMs,
-      caps: options.caps,
-      after: cursor,
-      // Their POSTs are over: only the record statement still holds them, not a slot under the caps.
-      settled: completed.map((result) => result.dispatchId),
+    const claimed = await claimTurn(async (held) => {
+      // Counted in the turn: the route stage may have taken slots meanwhile.
+      const limit = Math.min(options.batchSize, free());
+      if (limit <= 0) return undefined;
+      const claim = await claimDispatches(database, {
+        workerId,
+        limit,
+        leaseMs: options.leaseMs,
+        caps: options.caps,
+        after: cursor,
+        held,
+      });
+      for (const dispatch of claim.dispatches) deliverOne(dispatch);
+      return { claim, limit };
     });
+    if (!claimed) return;
+    const { claim, limit } = claimed;
     cursor = claim.cursor;
     // Rows were held back by a cap (the claim asks to look again soon): a finished attempt frees a slot.
     heldBack = claim.dispatches.length < limit && claim.waitMs !== null && claim.waitMs <= CAPPED_RECHECK_MS;
     if (claim.dispatches.length > 0) lastClaimAt = new Date();
-    for (const dispatch of claim.dispatches) deliverOne(dispatch);
     if (claim.dispatches.length < limit) {
       await transport.deliverSignal.wait(Math.min(options.maxIdleMs, claim.waitMs ?? options.maxIdleMs));
     }
@@ -103,14 +122,27 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   function deliverOne(dispatch: ClaimedDispatch): void {
     inFlight++;
     held.add(dispatch.id);
+    const { webhookId } = dispatch;
+    attempting.set(webhookId, (attempting.get(webhookId) ?? 0) + 1);
+    let over = false;
+    const attemptOver = () => {
+      // The POST is over: only the record statement still holds the row, not a slot under the caps.
+      if (over) return;
+      over = true;
+      const left = (attempting.get(webhookId) ?? 1) - 1;
+      if (left > 0) attempting.set(webhookId, left);
+      else attempting.delete(webhookId);
+    };
     void attemptClaimed(options, dispatch)
       .then((result) => {
+        attemptOver();
         completed.push(result);
         flushing ??= flush();
         // Its slot under the caps is free now (the claim counts it as settled), not once it is recorded.
         if (heldBack) transport.deliverSignal.wake();
       })
       .finally(() => {
+        attemptOver();
         inFlight--;
         freeSlot();
       });
@@ -153,9 +185,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     get lastClaimAt() {
       return lastClaimAt;
     },
-    get settled() {
-      return completed.map((result) => result.dispatchId);
-    },
+    claimTurn,
     reserve(n) {
       const granted = Math.max(0, Math.min(n, free()));
       reserved += granted;

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../../db/client.ts";
+import { forgetInFlight } from "../../../db/sql/claim-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
 
 export interface LeaseKeeper {
@@ -17,7 +18,8 @@ export interface HeldLeases {
 
 /**
  * Keeps a worker's leases short and alive: every `everyMs` it extends the
- * leases on the dispatches and route jobs its loops say they hold, and beats
+ * leases on the dispatches and route jobs its loops say they hold, and its
+ * row of the in-flight book (`webhook_lane_in_flight`) with them, and beats
  * its heartbeat in `webhook_worker`. A worker that dies stops renewing, so
  * its work is claimable again within one lease, not after the longest
  * delivery could take. Only what the loops hold is renewed, never every row
@@ -44,6 +46,13 @@ export function startLeaseKeeper(options: {
   async function renew(): Promise<void> {
     const lastClaim = options.lastClaimAt()?.toISOString() ?? null;
     const held = options.held();
+    // This worker's row of the in-flight book counts as long as its leases hold. A statement of its own: the
+    // claims write that row too, and must not wait for the leases below (which wait for the records).
+    await database.rows(sql`
+      update webhook_lane_in_flight
+      set until = greatest(until, now() + ${options.dispatchLeaseMs} * interval '1 millisecond')
+      where worker = ${workerId}
+    `);
     await database.rows(sql`
       with dispatches as (
         update webhook_dispatch
@@ -87,6 +96,8 @@ export function startLeaseKeeper(options: {
       clearTimeout(timer);
       await current;
       await database.rows(sql`delete from webhook_worker where id = ${workerId}`).catch(() => {});
+      // Its attempts are over (the loops drained first): nothing of this worker is in flight.
+      await forgetInFlight(database, workerId).catch(() => {});
     },
   };
 }

@@ -32,7 +32,7 @@ export interface RouteLoopOptions {
   dispatchLeaseMs: number;
   caps: InFlightCaps;
   /** This worker's deliver loop: the new dispatches it has room for are leased to it and attempted at once. */
-  deliver: Pick<DeliverLoop, "reserve" | "adopt" | "settled">;
+  deliver: Pick<DeliverLoop, "reserve" | "adopt" | "claimTurn">;
   maxIdleMs: number;
   running: () => boolean;
   metrics?: LaneMetrics | undefined;
@@ -68,19 +68,28 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
     const reserved = options.deliver.reserve(options.batchSize);
     let routed;
     try {
-      routed = await routeJobs(database, {
-        workerId,
-        limit: options.batchSize,
-        routeLeaseMs: options.leaseMs,
-        rulesJson: ROUTE_RULES_JSON,
-        claimLimit: reserved,
-        leaseMs: options.dispatchLeaseMs,
-        caps: options.caps,
-        settled: options.deliver.settled,
-        largeFanOut: LARGE_FAN_OUT,
+      // Its claim writes this worker's in-flight row, as the deliver loop's do: one at a time.
+      routed = await options.deliver.claimTurn(async (held) => {
+        try {
+          const result = await routeJobs(database, {
+            workerId,
+            limit: options.batchSize,
+            routeLeaseMs: options.leaseMs,
+            rulesJson: ROUTE_RULES_JSON,
+            claimLimit: reserved,
+            leaseMs: options.dispatchLeaseMs,
+            caps: options.caps,
+            held,
+            largeFanOut: LARGE_FAN_OUT,
+          });
+          options.deliver.adopt(result.leased, reserved);
+          return result;
+        } catch (error) {
+          options.deliver.adopt([], reserved);
+          throw error;
+        }
       });
     } catch (error) {
-      options.deliver.adopt([], reserved);
       if (isConnectionError(error)) throw error;
       // One job the statement could not route fails the batch: route the next one job by job, where the
       // consumer reschedules a failing job alone.
@@ -88,7 +97,6 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
       oneByOne = true;
       return;
     }
-    options.deliver.adopt(routed.leased, reserved);
     for (const dispatches of routed.routed) options.metrics?.routed("routed", dispatches);
     // New rows no claim took wait for one: a deliver message each, carried by a wake-up.
     const pending = routed.dispatches - routed.leased.length;

@@ -1,7 +1,7 @@
 import type { MessageMetadata, RetryDirective } from "@vercel/queue";
 import { backoffMs } from "../../../backoff.ts";
 import type { Database } from "../../../db/client.ts";
-import { claimDispatches, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
+import { claimDispatches, forgetInFlight, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
 import { recordPoisonMessage } from "../../../db/sql/poison-messages.ts";
 import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import { clearDispatchesQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
@@ -97,6 +97,8 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     if (!dispatch) return settleUnclaimed(message, claim.waitMs, metadata);
     const result = await attemptClaimed(consumer, dispatch);
     await recordResults(consumer, workerId, [result]);
+    // Its one attempt is over: out of the in-flight book now rather than when its lease runs out.
+    await forgetInFlight(database, workerId);
     // Sent after the record, for the row as recorded: it cannot arrive before the row is due.
     if (result.status === "error" && result.retryInMs !== null) await transport.sendDeliver([dispatch.id]);
   }
