@@ -136,6 +136,10 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect((await dispatchesOf(harness, alice.id)).length).toBe(2);
       expect((await dispatchesOf(harness, bob.id)).length).toBe(3);
       expect((await dispatchesOf(harness, global.id)).length).toBe(9);
+      // Nothing in flight once all is recorded: no worker's row is left in the in-flight book.
+      const book = () =>
+        harness.hooklane.database.rows<{ worker: string }>(sql`select worker from webhook_lane_in_flight`);
+      expect(await eventually(book, (rows) => rows.length === 0, { timeoutMs: 10_000 })).toEqual([]);
     });
 
     it("sends a thin, Stripe-verifiable body with the contract's headers", async () => {

@@ -7,6 +7,7 @@ import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import { clearDispatchesQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
+import { randomBase64url } from "../../../random-id.ts";
 import { PoisonMessageError } from "../../outbound/webhook-message-errors.ts";
 import { attemptClaimed, recordResults } from "../../outbound/webhook-out-deliver.consumer.ts";
 import type { DeliverDeps } from "../../outbound/webhook-out-deliver.handler.ts";
@@ -85,7 +86,9 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
       throw new PoisonMessageError(parsed.error.message);
     }
     const message = parsed.data;
-    const workerId = `vercel/${metadata.messageId}`;
+    // One invocation, one worker: a message the queue hands out twice at once must not share a row of the
+    // in-flight book (the second, taking nothing, would delete the first's).
+    const workerId = `vercel/${metadata.messageId}/${randomBase64url(6)}`;
     const claim = await claimDispatches(database, {
       workerId,
       limit: 1,
