@@ -375,7 +375,8 @@ export const webhookWorker = pgTable("webhook_worker", {
  * Deliveries in flight per webhook, one row per lane worker (a Vercel
  * invocation is a worker too): what the fair claim's caps count. A worker's
  * claim writes its row under the claim's lock, from what the worker knows it
- * has in flight plus what the claim took, so between its claims the row can
+ * has in flight, what its claims the worker has not heard back from took
+ * (`recent`), and what this claim took, so between its claims the row can
  * only overstate; its lease keeper keeps `until` ahead, and a worker that
  * dies stops counting when its leases run out.
  */
@@ -385,6 +386,11 @@ export const webhookLaneInFlight = pgTable("webhook_lane_in_flight", {
   until: timestamp("until", { withTimezone: true, mode: "date" }).notNull(),
   /** Webhook id → deliveries this worker has in flight. */
   byWebhook: jsonb("by_webhook").$type<Record<string, number>>().notNull(),
+  /**
+   * Claim number → what that claim took, per webhook, for the worker's claims its next claims may not know
+   * of yet (two of a worker's claims can be in flight at once: the route stage's and the deliver loop's).
+   */
+  recent: jsonb("recent").$type<Record<string, Record<string, number>>>().notNull().default({}),
 });
 
 /**

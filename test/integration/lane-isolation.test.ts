@@ -261,6 +261,51 @@ describe("isolation on the lane", () => {
     expect(await book()).toEqual([{ worker: "w2", by_webhook: { [webhookId]: 2 } }]);
   });
 
+  it("counts what a worker's overlapping claims took, whichever runs first: its caps hold across its route stage and deliver loop", async () => {
+    const harness = await setUp({ lane: false });
+    const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/overlap");
+    await harness.hooklane.database.db.insert(webhookDispatch).values(
+      Array.from({ length: 10 }, (_, i) => ({
+        eventId: `evt_overlap_${i}`,
+        eventType: "payment-debt.created",
+        webhookId,
+        account: "acc_alice",
+        payload: "{}",
+      })),
+    );
+    const caps = { perWebhook: 4, perOrigin: 100, perAccount: 100 };
+    const claim = (
+      workerId: string,
+      limit: number,
+      ticket: { held: Record<string, number>; claim: number; pending: number[] },
+    ) =>
+      claimDispatches(harness.hooklane.database, { workerId, limit, leaseMs: 60_000, caps, ...ticket }).then(
+        (claimed) => claimed.dispatches.length,
+      );
+    const book = async () =>
+      (
+        await harness.hooklane.database.rows<{ by_webhook: Record<string, number>; recent: object }>(
+          sql`select by_webhook, recent from webhook_lane_in_flight where worker = 'w1'`,
+        )
+      )[0];
+    // w1 sends claim 1, then claim 2 before hearing back from 1; 2 reaches the database first and takes 3.
+    expect(await claim("w1", 3, { held: {}, claim: 2, pending: [1] })).toBe(3);
+    // Claim 1 knew nothing of claim 2, but the book does: one slot is left, not four.
+    expect(await claim("w1", 3, { held: {}, claim: 1, pending: [] })).toBe(1);
+    expect(await book()).toEqual({
+      by_webhook: { [webhookId]: 4 },
+      recent: { 1: { [webhookId]: 1 }, 2: { [webhookId]: 3 } },
+    });
+    // And the other order: claim 4 sent while claim 3 is out, 3 written first; 4 counts what 3 took.
+    await harness.hooklane.database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null`);
+    expect(await claim("w1", 2, { held: {}, claim: 3, pending: [] })).toBe(2);
+    expect(await claim("w1", 3, { held: {}, claim: 4, pending: [3] })).toBe(2);
+    // Once w1 has heard back from both, its next claim says so in `held` and the book forgets them.
+    expect(await claim("w1", 3, { held: { [webhookId]: 4 }, claim: 5, pending: [] })).toBe(0);
+    expect(await book()).toEqual({ by_webhook: { [webhookId]: 4 }, recent: {} });
+    expect(await claim("w2", 3, { held: {}, claim: 1, pending: [] })).toBe(0);
+  });
+
   it("says rows were held back when a claim fills a webhook's room under its cap, so a finished attempt claims again", async () => {
     const harness = await setUp({ lane: false });
     const capped = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/full");

@@ -52,6 +52,12 @@ export interface ClaimOptions {
    * what it took (migration 0019). Omitted: none, as for a worker that claims once (push transports).
    */
   held?: Readonly<Record<string, number>>;
+  /**
+   * This claim's number, rising per worker, and the numbers of the worker's claims still in flight when it was
+   * sent: what those took is not in `held` yet, and the book counts it (migration 0020). Omitted: 1 and none.
+   */
+  claim?: number;
+  pending?: readonly number[];
 }
 
 export interface Claim {
@@ -64,7 +70,7 @@ export interface Claim {
 
 /**
  * Leases due dispatches fairly (`hooklane_claim_dispatches`, migrations
- * 0003, 0004, 0012, 0014, 0015 and 0019): webhooks with open rows take turns, each up to what its caps, its
+ * 0003, 0004, 0012, 0014, 0015, 0019 and 0020): webhooks with open rows take turns, each up to what its caps, its
  * circuit breaker and its rate limit allow right now; rows held back stay
  * pending. Claims are serialised by the database and count every worker's
  * deliveries in flight (`webhook_lane_in_flight`), so the caps hold across
@@ -78,7 +84,8 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
       ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
       ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
       ${options.caps.perAccount}::int, ${options.maxSteps ?? Math.max(64, options.limit * 4)}::int,
-      ${options.recheckMs ?? 250}::int, ${JSON.stringify(options.held ?? {})}::jsonb, null::text[]
+      ${options.recheckMs ?? 250}::int, ${JSON.stringify(options.held ?? {})}::jsonb, ${options.claim ?? 1}::bigint,
+      ${`{${(options.pending ?? []).join(",")}}`}::bigint[], null::text[]
     )::text as claim
   `,
     "hooklane_claim",

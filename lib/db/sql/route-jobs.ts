@@ -112,8 +112,10 @@ export interface RouteJobsOptions {
   /** The dispatch lease. */
   leaseMs: number;
   caps: InFlightCaps;
-  /** This worker's deliveries in flight now, per webhook id, as for `claimDispatches`. */
+  /** This worker's deliveries in flight now, per webhook id, and the claim's number and pending ones, as for `claimDispatches`. */
   held?: Readonly<Record<string, number>>;
+  claim?: number;
+  pending?: readonly number[];
   /**
    * From this many new dispatches on, the statement leases none and sends no wake-up: the caller refreshes the
    * table's statistics, then wakes the deliver loops.
@@ -137,7 +139,7 @@ export interface RoutedJobs {
 }
 
 /**
- * The route stage in one statement (`hooklane_route_jobs`, migrations 0015 and 0019):
+ * The route stage in one statement (`hooklane_route_jobs`, migrations 0015, 0019 and 0020):
  * claims up to `limit` due route jobs, routes each well-formed one whose type
  * has a rule (`hooklane_route_event`) and deletes it, and leases up to
  * `claimLimit` of the new dispatches to this worker under the claim's rules
@@ -153,7 +155,8 @@ export async function routeJobs(database: Database, options: RouteJobsOptions): 
       ${options.workerId}, ${options.limit}::int, ${options.routeLeaseMs}::int, ${options.rulesJson}::jsonb,
       ${options.claimLimit}::int, ${options.leaseMs}::int, ${options.caps.perWebhook}::int,
       ${options.caps.perOrigin}::int, ${options.caps.perAccount}::int,
-      ${JSON.stringify(options.held ?? {})}::jsonb,
+      ${JSON.stringify(options.held ?? {})}::jsonb, ${options.claim ?? 1}::bigint,
+      ${`{${(options.pending ?? []).join(",")}}`}::bigint[],
       ${options.largeFanOut}::int
     )::text as routed
   `);

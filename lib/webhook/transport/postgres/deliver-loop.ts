@@ -11,6 +11,13 @@ import type { PostgresTransport } from "./postgres-transport.ts";
 /** How soon a claim that held rows back under a cap asks to look again (`claimDispatches`' default recheck). */
 const CAPPED_RECHECK_MS = 250;
 
+/** What a claim tells the in-flight book about its worker (`claimDispatches`' `held`, `claim` and `pending`). */
+export interface ClaimTicket {
+  held: Readonly<Record<string, number>>;
+  claim: number;
+  pending: readonly number[];
+}
+
 export interface DeliverLoopOptions extends DeliverConsumerDeps {
   transport: PostgresTransport;
   workerId: string;
@@ -31,12 +38,12 @@ export interface DeliverLoop {
   readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
   /**
-   * Runs `claim` when no other claim of this worker runs, with what the worker has in flight now per
-   * webhook (`held`, for the claim's caps). `claim` hands what it leased to this loop (`deliverOne` by
-   * claiming here, `adopt` from the route stage) before it resolves, so the next claim counts it: a claim
-   * writes the worker's row of the in-flight book from `held`, and two at once would each miss the other's rows.
+   * Runs `claim` with what the worker has in flight now per webhook (`held`, for the claim's caps), the
+   * claim's number and the numbers of this worker's claims still in flight (`pending`): the book counts what
+   * those took until a claim that knows of it is written. `claim` hands what it leased to this loop (by
+   * claiming here, or `adopt` from the route stage) before it resolves, so every later claim's `held` has it.
    */
-  claimTurn<T>(claim: (held: Readonly<Record<string, number>>) => Promise<T>): Promise<T>;
+  claimTicket<T>(claim: (ticket: ClaimTicket) => Promise<T>): Promise<T>;
   /**
    * Sets aside up to `n` of this worker's free slots for dispatches leased elsewhere in this worker (the
    * route stage's), so the two loops together never exceed `concurrency`. Returns how many were set aside.
@@ -72,39 +79,38 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let heldBack = false;
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
-  let turn: Promise<unknown> = Promise.resolve();
+  let lastClaim = 0;
+  /** Claims sent and not answered yet (the route stage's and this loop's may overlap). */
+  const claiming = new Set<number>();
 
-  function claimTurn<T>(claim: (held: Readonly<Record<string, number>>) => Promise<T>): Promise<T> {
-    const run = turn.then(() => claim(Object.fromEntries(attempting)));
-    turn = run.catch(() => {});
-    return run;
+  function claimTicket<T>(claim: (ticket: ClaimTicket) => Promise<T>): Promise<T> {
+    const ticket = { held: Object.fromEntries(attempting), claim: ++lastClaim, pending: [...claiming] };
+    claiming.add(ticket.claim);
+    return claim(ticket).finally(() => claiming.delete(ticket.claim));
   }
 
   /** Slots neither in flight nor set aside for the route stage. */
   const free = () => options.concurrency - inFlight - reserved;
 
   async function step(): Promise<void> {
-    if (free() <= 0) {
+    const capacity = free();
+    if (capacity <= 0) {
       await new Promise<void>((resolve) => slotFreed.add(resolve));
       return;
     }
-    const claimed = await claimTurn(async (held) => {
-      // Counted in the turn: the route stage may have taken slots meanwhile.
-      const limit = Math.min(options.batchSize, free());
-      if (limit <= 0) return undefined;
+    const limit = Math.min(options.batchSize, capacity);
+    const claim = await claimTicket(async (ticket) => {
       const claim = await claimDispatches(database, {
         workerId,
         limit,
         leaseMs: options.leaseMs,
         caps: options.caps,
         after: cursor,
-        held,
+        ...ticket,
       });
       for (const dispatch of claim.dispatches) deliverOne(dispatch);
-      return { claim, limit };
+      return claim;
     });
-    if (!claimed) return;
-    const { claim, limit } = claimed;
     cursor = claim.cursor;
     // Rows were held back by a cap (the claim asks to look again soon): a finished attempt frees a slot.
     heldBack = claim.dispatches.length < limit && claim.waitMs !== null && claim.waitMs <= CAPPED_RECHECK_MS;
@@ -185,7 +191,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     get lastClaimAt() {
       return lastClaimAt;
     },
-    claimTurn,
+    claimTicket,
     reserve(n) {
       const granted = Math.max(0, Math.min(n, free()));
       reserved += granted;

@@ -32,7 +32,7 @@ export interface RouteLoopOptions {
   dispatchLeaseMs: number;
   caps: InFlightCaps;
   /** This worker's deliver loop: the new dispatches it has room for are leased to it and attempted at once. */
-  deliver: Pick<DeliverLoop, "reserve" | "adopt" | "claimTurn">;
+  deliver: Pick<DeliverLoop, "reserve" | "adopt" | "claimTicket">;
   maxIdleMs: number;
   running: () => boolean;
   metrics?: LaneMetrics | undefined;
@@ -68,8 +68,8 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
     const reserved = options.deliver.reserve(options.batchSize);
     let routed;
     try {
-      // Its claim writes this worker's in-flight row, as the deliver loop's do: one at a time.
-      routed = await options.deliver.claimTurn(async (held) => {
+      // Its claim counts and writes this worker's in-flight row, as the deliver loop's do.
+      routed = await options.deliver.claimTicket(async (ticket) => {
         try {
           const result = await routeJobs(database, {
             workerId,
@@ -79,7 +79,7 @@ export function runRouteLoop(options: RouteLoopOptions): RouteLoop {
             claimLimit: reserved,
             leaseMs: options.dispatchLeaseMs,
             caps: options.caps,
-            held,
+            ...ticket,
             largeFanOut: LARGE_FAN_OUT,
           });
           options.deliver.adopt(result.leased, reserved);
