@@ -47,25 +47,38 @@ export function startLeaseKeeper(options: {
     const lastClaim = options.lastClaimAt()?.toISOString() ?? null;
     const held = options.held();
     // This worker's row of the in-flight book counts as long as its leases hold. A statement of its own: the
-    // claims write that row too, and must not wait for the leases below (which wait for the records).
+    // claims write that row too, and must not wait behind the leases below.
     await database.rows(sql`
       update webhook_lane_in_flight
       set until = greatest(until, now() + ${options.dispatchLeaseMs} * interval '1 millisecond')
       where worker = ${workerId}
     `);
+    // Rows another statement holds right now are skipped, never waited for: the record statement releases the
+    // leases it writes, and waiting for its row locks while holding others it wants deadlocked the two (a
+    // second's stall, PostgreSQL's deadlock_timeout, and a record thrown away to be sent again).
     await database.rows(sql`
-      with dispatches as (
-        update webhook_dispatch
+      with held_dispatches as materialized (
+        select d.id from webhook_dispatch d
+        where d.id in (select jsonb_array_elements_text(${JSON.stringify(held.dispatches)}::jsonb))
+          and d.locked_by = ${workerId} and d.locked_until is not null
+        for update skip locked
+      ),
+      dispatches as (
+        update webhook_dispatch d
         set locked_until = now() + ${options.dispatchLeaseMs} * interval '1 millisecond'
-        where id in (select jsonb_array_elements_text(${JSON.stringify(held.dispatches)}::jsonb))
-          and locked_by = ${workerId} and locked_until is not null
+        from held_dispatches h where d.id = h.id
         returning 1
       ),
+      held_jobs as materialized (
+        select r.id from webhook_route_job r
+        where r.id in (select jsonb_array_elements_text(${JSON.stringify(held.routeJobs)}::jsonb)::bigint)
+          and r.locked_by = ${workerId} and r.locked_until is not null
+        for update skip locked
+      ),
       jobs as (
-        update webhook_route_job
+        update webhook_route_job r
         set locked_until = now() + ${options.routeLeaseMs} * interval '1 millisecond'
-        where id in (select jsonb_array_elements_text(${JSON.stringify(held.routeJobs)}::jsonb)::bigint)
-          and locked_by = ${workerId} and locked_until is not null
+        from held_jobs h where r.id = h.id
         returning 1
       )
       insert into webhook_worker (id, heartbeat_at, in_flight, last_claim_at)
