@@ -304,6 +304,15 @@ describe("isolation on the lane", () => {
     expect(await claim("w1", 3, { held: { [webhookId]: 4 }, claim: 5, pending: [] })).toBe(0);
     expect(await book()).toEqual({ by_webhook: { [webhookId]: 4 }, recent: {} });
     expect(await claim("w2", 3, { held: {}, claim: 1, pending: [] })).toBe(0);
+
+    // Three at once. w3 sends claim 1; while it is out, claim 2 (written first, takes 2) comes back, and claim 3
+    // goes out knowing claim 2's rows as its own (`held`) and claim 1 as pending. Claim 3 is written next: it
+    // must keep what claim 2 took in the book, because claim 1, written last, has not heard of it.
+    await forgetInFlight(harness.hooklane.database, "w1");
+    await harness.hooklane.database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null`);
+    expect(await claim("w3", 2, { held: {}, claim: 2, pending: [1] })).toBe(2);
+    expect(await claim("w3", 3, { held: { [webhookId]: 2 }, claim: 3, pending: [1] })).toBe(2);
+    expect(await claim("w3", 3, { held: {}, claim: 1, pending: [] })).toBe(0);
   });
 
   it("says rows were held back when a claim fills a webhook's room under its cap, so a finished attempt claims again", async () => {

@@ -70,7 +70,7 @@ export interface Claim {
 
 /**
  * Leases due dispatches fairly (`hooklane_claim_dispatches`, migrations
- * 0003, 0004, 0012, 0014, 0015, 0019 and 0020): webhooks with open rows take turns, each up to what its caps, its
+ * 0003, 0004, 0012, 0014, 0015, 0019, 0020 and 0021): webhooks with open rows take turns, each up to what its caps, its
  * circuit breaker and its rate limit allow right now; rows held back stay
  * pending. Claims are serialised by the database and count every worker's
  * deliveries in flight (`webhook_lane_in_flight`), so the caps hold across
