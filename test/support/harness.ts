@@ -16,6 +16,8 @@ import { laneTrigger, startVercelQueueEmulator, type VercelQueueEmulator } from 
 export interface Harness {
   hooklane: Hooklane;
   lane: Lane | undefined;
+  /** Starts the lane of a harness started with `lane: false` (what was published meanwhile waits for it). */
+  startLane(): Promise<void>;
   /** Calls the API in-process with a token for `account` (admin when asked); `body` goes as JSON. */
   call(method: string, path: string, options?: CallOptions): Promise<HarnessAnswer>;
   /** The same call, answering with the Response itself (streams). */
@@ -117,7 +119,8 @@ export async function startHarness(
   const app = createApp(hooklane);
   const vercelLane = queue ? createVercelLane(hooklane, { now: () => queue.now() }) : undefined;
   let lane: Lane | undefined;
-  if (options.lane !== false) {
+  const startTheLane = async () => {
+    if (lane) throw new Error("the harness's lane is already running");
     if (vercelLane && queue) {
       // The platform's part: push both topics to the lane function, as its trigger in vercel.json says.
       queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], vercelLane.handler, laneTrigger());
@@ -125,7 +128,8 @@ export async function startHarness(
     } else {
       lane = await startLane(hooklane);
     }
-  }
+  };
+  if (options.lane !== false) await startTheLane();
   const tokens = new Map<string, string>();
   const request: Harness["request"] = async (
     method,
@@ -143,7 +147,10 @@ export async function startHarness(
 
   return {
     hooklane,
-    lane,
+    get lane() {
+      return lane;
+    },
+    startLane: startTheLane,
     request,
     async call(method, path, options) {
       const response = await request(method, path, options);

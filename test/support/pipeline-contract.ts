@@ -68,6 +68,39 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(response.status, JSON.stringify(response.body)).toBe(200);
     }
 
+    it("routes an event to the owner its resource had when it was published, even if the resource is gone by then", async () => {
+      const { harness, receiver } = await setUp({ lane: false });
+      await harness.accounts("acc_alice", "acc_bob");
+      const events = ["payment-debt.created", "subscription.history.created", "payment-debt.purged"];
+      const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" }, { events });
+      const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" }, { events });
+      const call = async (method: string, path: string, body?: unknown) => {
+        const response = await harness.call(method, path, { account: "acc_alice", body });
+        expect(response.status, JSON.stringify(response.body)).toBeLessThan(300);
+        return response.body;
+      };
+      // Each resource is deleted before anything is routed: the lane is not running yet.
+      const debt = await call("POST", "/v3/payment-debts", { amount: "3.00", currency: "eur" }); // direct
+      await call("DELETE", `/v3/payment-debts/${debt.id}`); // none
+      const subscription = await call("POST", "/v3/subscriptions", { plan: "pro" });
+      await call("POST", `/v3/subscriptions/${subscription.id}/history`, { change: "upgraded" }); // via
+      await call("DELETE", `/v3/subscriptions/${subscription.id}`);
+      await harness.settled();
+
+      await harness.startLane();
+      await receiver.waitFor(2);
+      await harness.settled();
+      const seen = receiver.posts
+        .map((post) => {
+          const event = JSON.parse(post.body);
+          return `${post.path} ${event.type} ${event.data.account}`;
+        })
+        .sort();
+      expect(seen).toEqual(["/alice payment-debt.created acc_alice", "/alice subscription.history.created acc_alice"]);
+      expect((await dispatchesOf(harness, alice.id)).length).toBe(2);
+      expect(await dispatchesOf(harness, bob.id)).toEqual([]);
+    });
+
     it("routes each owner strategy: account webhooks get their account's events, global ones get all", async () => {
       const { harness, receiver } = await setUp();
       const expectOk = async (promise: Promise<{ status: number; body: any }>) => {

@@ -15,11 +15,14 @@ export interface RoutedEvent {
   resourceId: string;
   occurredAt: string;
   livemode: boolean;
+  /** The owner read when the event was published (null: none); absent, it is looked up now. */
+  account?: string | null | undefined;
 }
 
 /**
- * Routes one event in one statement (`hooklane_route_event`, migration 0015):
- * resolves the account that owns its resource per `rule.owner`, builds the
+ * Routes one event in one statement (`hooklane_route_event`, migrations 0015
+ * and 0022): takes the account the publisher read (`event.account`), or
+ * resolves the one that owns its resource now per `rule.owner`, builds the
  * thin body, and inserts one pending dispatch per webhook that hears
  * `event.type` for that account: global webhooks always, account webhooks
  * only for their own account. Paused and disabled webhooks get their rows too
@@ -35,6 +38,7 @@ export async function insertDispatches(database: Database, event: RoutedEvent, r
     resourceId: event.resourceId,
     occurredAt: event.occurredAt,
     livemode: event.livemode,
+    ...(event.account === undefined ? {} : { account: event.account }),
   };
   const [row] = await database.rows<{ ids: string }>(sql`
     select array_to_json(hooklane_route_event(${JSON.stringify(message)}::jsonb, ${JSON.stringify(rule)}::jsonb))::text as ids

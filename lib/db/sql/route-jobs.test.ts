@@ -150,6 +150,71 @@ describe("the route statement's check of a message", () => {
   });
 });
 
+describe("the route message's account", () => {
+  const route = () =>
+    routeJobs(database, {
+      workerId: "w1",
+      limit: 10,
+      routeLeaseMs: 60_000,
+      rulesJson: ROUTE_RULES_JSON,
+      claimLimit: 0,
+      leaseMs: 60_000,
+      caps: CAPS,
+      largeFanOut: 1_000,
+    });
+  const accountOf = async (eventId: string) =>
+    (
+      await database.rows<{ account: string | null }>(
+        sql`select account from webhook_dispatch where event_id = ${eventId} and webhook_id = 'wh_all'`,
+      )
+    )[0]?.account;
+
+  it("is read by the enqueueing statement, so a resource deleted before routing keeps its owner", async () => {
+    await database.rows(sql`delete from webhook_route_job`);
+    await database.rows(sql`insert into account (id, name) values ('acc_owner', 'Owner') on conflict do nothing`);
+    const entry = catalogueByInternal("payment-debt.created")!;
+    await database.db.insert(webhookEventType).values(eventTypeRow(entry)).onConflictDoNothing();
+    const [debt] = await database.rows<{ id: string }>(
+      sql`insert into payment_debt (account, amount, currency) values ('acc_owner', 1, 'usd') returning id`,
+    );
+    const event = { ...message(debt!.id, "evt_owner_direct_0001"), type: entry.internal };
+    const job = await enqueueRouteJob(database, event, { owner: entry.owner });
+    expect(job.account).toBe("acc_owner");
+    await database.rows(sql`delete from payment_debt where id = ${debt!.id}`);
+    expect(await route()).toMatchObject({ found: 1, routed: [1] });
+    expect(await accountOf(event.eventId)).toBe("acc_owner");
+    // Without it, routing reads the owner now: the resource is gone, so there is none.
+    const unowned = { ...event, eventId: "evt_owner_direct_0002" };
+    expect((await enqueueRouteJob(database, unowned)).account).toBeNull();
+    await route();
+    expect(await accountOf(unowned.eventId)).toBeNull();
+  });
+
+  // account.updated's owner is the resource itself: `acc_self` when looked up.
+  const cases: Array<[string, unknown, string | null]> = [
+    ["a string is used as it is", "acc_given", "acc_given"],
+    ["null means no owner", null, null],
+    ["absent, the owner is looked up", undefined, "acc_self"],
+    ["a number is ignored and the owner looked up", 5, "acc_self"],
+    ["an object is ignored and the owner looked up", { id: "acc_given" }, "acc_self"],
+  ];
+  for (const [i, [title, account, expected]] of cases.entries()) {
+    it(`${title}, by the route statement and the shared consumer alike`, async () => {
+      const base = message("acc_self", `evt_owner_case_${i}_statement`);
+      const sample = account === undefined ? base : { ...base, account };
+      await database.rows(sql`delete from webhook_route_job`);
+      await enqueueRouteJob(database, sample);
+      expect(await route()).toMatchObject({ found: 1, routed: [1] });
+      expect(await accountOf(base.eventId)).toBe(expected);
+
+      const parsed = routeMessageSchema.parse({ ...sample, eventId: `evt_owner_case_${i}_consumer` });
+      const entry = catalogueByInternal(parsed.type)!;
+      await insertDispatches(database, parsed, routeRule(entry));
+      expect(await accountOf(parsed.eventId)).toBe(expected);
+    });
+  }
+});
+
 describe("the route statement's hand-off", () => {
   it("leases the new dispatches it has room for, and none of a fan-out as large as largeFanOut", async () => {
     await database.rows(sql`delete from webhook_route_job`);

@@ -1,4 +1,5 @@
 import { inArray, sql, type SQL } from "drizzle-orm";
+import type { OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
 import { claimedDispatch, type ClaimedDispatch, type ClaimedRow, type InFlightCaps } from "./claim-dispatches.ts";
@@ -8,31 +9,67 @@ export const ROUTE_WAKE_CHANNEL = "hooklane_route";
 /**
  * Enqueues a route message and, in the same statement, notifies listening
  * workers (inside a transaction the NOTIFY is delivered at commit). A job
- * with `notBeforeMs` is left alone by consumers until then. Returns its id.
+ * with `notBeforeMs` is left alone by consumers until then. With `owner` (a
+ * catalogue owner strategy) the statement reads the resource's owner and
+ * stores it in the message as `account`. Returns the job's id and that account.
  */
 export async function enqueueRouteJob(
   database: Database,
   message: unknown,
-  options: { notBeforeMs?: number } = {},
-): Promise<number> {
-  const [row] = await database.rows<{ id: number | string }>(sql`
+  options: { notBeforeMs?: number; owner?: OwnerStrategy } = {},
+): Promise<{ id: number; account: string | null }> {
+  const [row] = await database.rows<{ id: number | string; account: string | null }>(sql`
     with job as (
       insert into webhook_route_job (message, run_at)
-      values (${JSON.stringify(message)}::jsonb, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond')
-      returning id
+      select stored.message, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond'
+      from (${storedRouteMessage(message, options.owner)}) stored
+      returning id, message ->> 'account' as account
     )
-    select id, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
+    select id, account, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
   `);
-  return Number(row!.id);
+  return { id: Number(row!.id), account: row!.account };
 }
 
 /**
  * The statement that enqueues a route message, for `Database.beforeCommit`
- * (the publisher's, which needs no id back); wake the workers with
- * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it.
+ * (the publisher's, which needs nothing back); wake the workers with
+ * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it. `owner` as for `enqueueRouteJob`.
  */
-export function routeJobInsert(message: unknown): SQL {
-  return sql`insert into webhook_route_job (message) values (${JSON.stringify(message)}::jsonb)`;
+export function routeJobInsert(message: unknown, owner?: OwnerStrategy): SQL {
+  return sql`insert into webhook_route_job (message) select stored.message from (${storedRouteMessage(message, owner)}) stored`;
+}
+
+/**
+ * The message as the outbox keeps it. Given the owner strategy, `account` is
+ * the resource's owner as this statement sees it: inside the mutation's
+ * transaction, so a resource deleted before its event is routed still has
+ * the owner it had. The lookup is planned with the statement (a subquery on
+ * the catalogue's table and column, quoted as identifiers); routing looks
+ * the owner up itself only for a message without `account`
+ * (`hooklane_event_owner`, migration 0022).
+ */
+function storedRouteMessage(message: unknown, owner: OwnerStrategy | undefined): SQL {
+  const given = sql`${JSON.stringify(message)}::jsonb`;
+  if (owner === undefined) return sql`select ${given} as message`;
+  const resourceId = (message as { resourceId: string }).resourceId;
+  return sql`select ${given} || jsonb_build_object('account', ${ownerOf(owner, resourceId)}) as message`;
+}
+
+/** The account that owns `resourceId` under `owner`, as an SQL text expression (null when there is none). */
+function ownerOf(owner: OwnerStrategy, resourceId: string): SQL {
+  switch (owner.kind) {
+    case "self":
+      return sql`${resourceId}::text`;
+    case "none":
+      return sql`null::text`;
+    case "direct":
+      return sql`(select ${sql.identifier(owner.column)}::text from ${sql.identifier(owner.table)} where id = ${resourceId})`;
+    case "via":
+      return sql`(
+        select p.${sql.identifier(owner.column)}::text
+        from ${sql.identifier(owner.table)} t join ${sql.identifier(owner.parentTable)} p on p.id = t.${sql.identifier(owner.reference)}
+        where t.id = ${resourceId})`;
+  }
 }
 
 export interface ClaimedRouteJob {

@@ -11,6 +11,12 @@ export const routeMessageSchema = z.object({
   resourceId: z.string().min(1).max(200),
   occurredAt: z.iso.datetime(),
   livemode: z.boolean(),
+  /**
+   * The account that owned the resource when the event was published (null: none), read in the mutation's
+   * transaction. A message without it (written before it was kept, or not a string or null) is routed to the
+   * owner found at route time, as the route statement does.
+   */
+  account: z.string().nullable().optional().catch(undefined),
 });
 export type RouteMessage = z.infer<typeof routeMessageSchema>;
 

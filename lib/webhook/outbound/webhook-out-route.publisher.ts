@@ -27,7 +27,8 @@ export interface ApiEventPublisher {
   subscribedEvent(method: string, route: string): Promise<CatalogueEntry | undefined>;
   /**
    * Writes the `webhook-out-route` message into `tx`, the mutation's own
-   * transaction: the event exists if and only if the mutation commits.
+   * transaction: the event exists if and only if the mutation commits, and
+   * its owner is the resource's owner as the mutation left it.
    * Throws when it cannot (the request then fails rather than lose the event).
    */
   publish(tx: Database, entry: CatalogueEntry, transaction: ApiTransaction): Promise<RouteReceipt>;
@@ -84,7 +85,7 @@ export function createApiEventPublisher(deps: {
           occurredAt: new Date().toISOString(),
           livemode: deps.livemode,
         };
-        return await deps.transport.enqueueRoute(tx, message);
+        return await deps.transport.enqueueRoute(tx, message, entry.owner);
       } catch (error) {
         stats.failed++;
         throw error;

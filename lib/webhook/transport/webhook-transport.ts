@@ -1,4 +1,5 @@
 import type { Database } from "../../db/client.ts";
+import type { OwnerStrategy } from "../catalogue/catalogue-entry.ts";
 import type { RouteMessage } from "../outbound/webhook-out-queue-registrations.ts";
 
 /** A route message written to the outbox inside a mutation's transaction. */
@@ -18,9 +19,12 @@ export interface WebhookTransport {
    * Writes a `webhook-out-route` message into the outbox (`webhook_route_job`)
    * within `tx`, so it commits or rolls back with the mutation: now, or with
    * the COMMIT (`Database.beforeCommit`), whose failure then fails the
-   * transaction. Throws when it cannot.
+   * transaction. Throws when it cannot. Given the event's `owner` strategy,
+   * the same statement reads the resource's owner into the message's
+   * `account` (the receipt's message carries it when the transport needs it
+   * after the commit); without it the message is stored as it is.
    */
-  enqueueRoute(tx: Database, message: RouteMessage): Promise<RouteReceipt>;
+  enqueueRoute(tx: Database, message: RouteMessage, owner?: OwnerStrategy): Promise<RouteReceipt>;
   /** After the commit: wakes the route consumer, or forwards the message to the queue. */
   routeCommitted(receipt: RouteReceipt): Promise<void>;
   /** Hands freshly inserted dispatch rows to `webhook-out-deliver`. */

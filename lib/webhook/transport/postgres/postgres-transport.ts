@@ -30,9 +30,10 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     routeSignal,
     deliverSignal,
     sent,
-    async enqueueRoute(tx, message: RouteMessage) {
-      // Sent with the COMMIT: a failure to write it fails the transaction, and nothing commits.
-      await tx.beforeCommit(routeJobInsert(message));
+    async enqueueRoute(tx, message: RouteMessage, owner) {
+      // Sent with the COMMIT (still inside the transaction, so the owner is read as the mutation left it): a failure
+      // to write it fails the transaction, and nothing commits.
+      await tx.beforeCommit(routeJobInsert(message, owner));
       // Workers in other processes hear it after the commit, from this NOTIFY or one shared with other commits.
       await tx.notifyAtCommit(ROUTE_WAKE_CHANNEL);
       return { message };

@@ -155,9 +155,11 @@ export function createVercelTransport(
         ROUTE_TOPIC,
         messages.map((message) => ({ payload: message, idempotencyKey: eventIdOf(message) })),
       ),
-    async enqueueRoute(tx, message: RouteMessage) {
+    async enqueueRoute(tx, message: RouteMessage, owner) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
-      return { message, jobId: await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs }) };
+      const job = await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs, owner });
+      // The forward sends what the outbox holds: the owner read in the transaction travels with it.
+      return { message: owner === undefined ? message : { ...message, account: job.account }, jobId: job.id };
     },
     async routeCommitted({ message, jobId }) {
       if (jobId === undefined) throw new Error("a route receipt without its outbox row");
