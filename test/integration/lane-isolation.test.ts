@@ -212,6 +212,25 @@ describe("isolation on the lane", () => {
         `while the slow webhook held ${slowPosts.length} requests (cap 16), answered ${slowPosts.filter((p) => p.answeredAt).length}`,
     );
     expect(slowPosts.filter((post) => post.answeredAt).length).toBe(0);
+    if (slowPosts.length > 16) {
+      // What an overrun looks like, for whoever meets one: each POST (event, attempt, ms after the first, aborted)
+      // and the ledger's side of it.
+      const first = Math.min(...slowPosts.map((post) => post.receivedAt));
+      const posts = slowPosts.map((post) => [
+        post.headers["hooklane-event-id"],
+        post.headers["hooklane-attempt"],
+        post.receivedAt - first,
+        post.aborted ?? false,
+      ]);
+      const ledger = await harness.hooklane.database.rows(sql`
+        select d.event_id, d.status, d.attempt_count, d.locked_by, d.locked_until,
+          (select json_agg(json_build_object('attempt', a.attempt, 'error', a.error_class, 'startedAt', a.started_at))
+           from webhook_attempt a where a.dispatch_id = d.id) as attempts
+        from webhook_dispatch d join webhook w on w.id = d.webhook_id
+        where w.url like '%/slow' and (d.attempt_count > 0 or d.locked_by is not null)
+      `);
+      console.log(`slow webhook over its cap: posts ${JSON.stringify(posts)}; ledger ${JSON.stringify(ledger)}`);
+    }
     expect(slowPosts.length).toBeLessThanOrEqual(16);
   }, 60_000);
 

@@ -11,11 +11,13 @@ import type { PostgresTransport } from "./postgres-transport.ts";
 /** How soon a claim that held rows back under a cap asks to look again (`claimDispatches`' default recheck). */
 const CAPPED_RECHECK_MS = 250;
 
-/** What a claim tells the in-flight book about its worker (`claimDispatches`' `held`, `claim` and `pending`). */
+/**
+ * What a claim tells the in-flight book about its worker (`claimDispatches`' `held` and `claim`). A worker's
+ * claims run one at a time, so none is ever pending beside another: `held` has what every earlier one took.
+ */
 export interface ClaimTicket {
   held: Readonly<Record<string, number>>;
   claim: number;
-  pending: readonly number[];
 }
 
 export interface DeliverLoopOptions extends DeliverConsumerDeps {
@@ -38,10 +40,10 @@ export interface DeliverLoop {
   readonly held: readonly string[];
   readonly lastClaimAt: Date | undefined;
   /**
-   * Runs `claim` with what the worker has in flight now per webhook (`held`, for the claim's caps), the
-   * claim's number and the numbers of this worker's claims still in flight (`pending`): the book counts what
-   * those took until a claim that knows of it is written. `claim` hands what it leased to this loop (by
-   * claiming here, or `adopt` from the route stage) before it resolves, so every later claim's `held` has it.
+   * Runs `claim` once every claim this worker started before it has settled (the route stage's and this
+   * loop's take turns), with what the worker has in flight then per webhook (`held`, for the claim's caps) and
+   * the claim's number. `claim` hands what it leased to this loop (by claiming here, or `adopt` from the route
+   * stage) before it resolves, so the next claim's `held` has it.
    */
   claimTicket<T>(claim: (ticket: ClaimTicket) => Promise<T>): Promise<T>;
   /**
@@ -80,13 +82,17 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
   let lastClaim = 0;
-  /** Claims sent and not answered yet (the route stage's and this loop's may overlap). */
-  const claiming = new Set<number>();
+  /**
+   * Settles when the last claim started has. Claims overlapping in one worker could exceed a cap: one sent
+   * before another's rows were handed over does not have them in `held`, and the book's entry for them may
+   * already be gone (three overlapping claims, the middle one written last, took 6 under a cap of 4).
+   */
+  let claimsSettled: Promise<unknown> = Promise.resolve();
 
   function claimTicket<T>(claim: (ticket: ClaimTicket) => Promise<T>): Promise<T> {
-    const ticket = { held: Object.fromEntries(attempting), claim: ++lastClaim, pending: [...claiming] };
-    claiming.add(ticket.claim);
-    return claim(ticket).finally(() => claiming.delete(ticket.claim));
+    const run = claimsSettled.then(() => claim({ held: Object.fromEntries(attempting), claim: ++lastClaim }));
+    claimsSettled = run.catch(() => undefined);
+    return run;
   }
 
   /** Slots neither in flight nor set aside for the route stage. */

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startHarness, pgliteFactory, type Harness } from "../../../../test/support/harness.ts";
+import { deliverDeps } from "../../../create-hooklane.ts";
+import { webhookDispatch } from "../../../db/schema.ts";
+import { claimDispatches } from "../../../db/sql/claim-dispatches.ts";
+import type { DeliveryOutcome } from "../../outbound/webhook-delivery-outcome.ts";
+import type { HttpSender } from "../../outbound/webhook-http-sender.ts";
+import { startDeliverLoop, type ClaimTicket } from "./deliver-loop.ts";
+import type { PostgresTransport } from "./postgres-transport.ts";
+
+let harness: Harness;
+
+beforeAll(async () => {
+  harness = await startHarness(pgliteFactory, { lane: false });
+  await harness.accounts("acc_alice");
+});
+afterAll(async () => {
+  await harness?.close();
+});
+
+/** Resolves when told to. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { opened, open };
+}
+
+it("runs a worker's claims one at a time, each with what every earlier one handed over in `held`", async () => {
+  const { hooklane } = harness;
+  const created = await harness.call("POST", "/v3/webhooks", {
+    account: "acc_alice",
+    body: { url: "http://127.0.0.1:8080/held", events: ["payment-debt.created"] },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  const webhookId = created.body.id as string;
+  await hooklane.database.db
+    .insert(webhookDispatch)
+    .values({ eventId: "evt_loop_turns_1", eventType: "payment-debt.created", webhookId, payload: "{}" });
+  // A subscriber that answers once told to: the attempt stays in flight until then.
+  const answer = gate();
+  const sender: HttpSender = {
+    post: async (): Promise<DeliveryOutcome> => {
+      await answer.opened;
+      return { kind: "success", statusCode: 200, responseExcerpt: null };
+    },
+    close: async () => {},
+  };
+  const transport = hooklane.transport as PostgresTransport;
+  const loop = startDeliverLoop({
+    database: hooklane.database,
+    transport,
+    logger: hooklane.logger,
+    deliver: deliverDeps(hooklane, sender),
+    breaker: hooklane.config.breaker,
+    workerId: "w-turns",
+    batchSize: 10,
+    concurrency: 10,
+    leaseMs: 60_000,
+    caps: hooklane.config.caps,
+    maxIdleMs: 50,
+    // The loop claims nothing itself: only the claims below run.
+    running: () => false,
+  });
+  await loop.done;
+
+  // Claim 1 leases the row and hands it over only once let go; claim 2 is asked for meanwhile.
+  const first = gate();
+  const tickets: ClaimTicket[] = [];
+  const claim1 = loop.claimTicket(async (ticket) => {
+    tickets.push(ticket);
+    const claimed = await claimDispatches(hooklane.database, {
+      workerId: "w-turns",
+      limit: 10,
+      leaseMs: 60_000,
+      caps: hooklane.config.caps,
+      ...ticket,
+    });
+    await first.opened;
+    loop.adopt(claimed.dispatches, 0);
+    return claimed.dispatches.length;
+  });
+  const claim2 = loop.claimTicket(async (ticket) => {
+    tickets.push(ticket);
+    return 0;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(tickets).toHaveLength(1);
+  first.open();
+  expect(await claim1).toBe(1);
+  await claim2;
+  // Claim 2 ran after claim 1 handed its row over: the attempt in flight is in its `held`.
+  expect(tickets).toEqual([
+    { held: {}, claim: 1 },
+    { held: { [webhookId]: 1 }, claim: 2 },
+  ]);
+  // A claim that throws does not stop the next.
+  await expect(loop.claimTicket(async () => Promise.reject(new Error("no database")))).rejects.toThrow("no database");
+  expect(await loop.claimTicket(async (ticket) => ticket.claim)).toBe(4);
+
+  answer.open();
+  await loop.drain();
+  expect(loop.inFlight).toBe(0);
+});
