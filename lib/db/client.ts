@@ -33,9 +33,11 @@ export interface Database {
    * Inside a transaction: runs `query` as its last statement. On node-postgres
    * it goes to the server in the same write as COMMIT, without a round trip of
    * its own, and its failure rolls the transaction back and rejects
-   * `transaction()`; elsewhere it runs at once.
+   * `transaction()`; elsewhere it runs at once. With a `name` it is a named
+   * statement, parsed and planned once per connection on node-postgres (a
+   * name always stands for the same SQL).
    */
-  beforeCommit(query: SQL): Promise<void>;
+  beforeCommit(query: SQL, name?: string): Promise<void>;
   /**
    * Inside a transaction: wakes LISTENers on `channel` once it commits. On
    * node-postgres concurrent transactions share their NOTIFYs (at most one on
@@ -225,7 +227,7 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
     kind,
     rows,
     transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
-    beforeCommit: parts.beforeCommit ?? (async (query) => void (await rows(query))),
+    beforeCommit: parts.beforeCommit ?? (async (query, name) => void (await rows(query, name))),
     notifyAtCommit:
       parts.notifyAtCommit ?? (async (channel) => void (await rows(sql`select pg_notify(${channel}, '')`))),
     listen: parts.listen,
@@ -318,8 +320,8 @@ function pipelinedTransactions(
             depth--;
           }
         },
-        async beforeCommit(query) {
-          link.beforeCommit(query);
+        async beforeCommit(query, name) {
+          link.beforeCommit(query, name);
         },
         async notifyAtCommit(channel) {
           link.notifyAtCommit(channel);

@@ -107,7 +107,7 @@ export class TransactionLink implements PipelinedLink {
   readonly #onStatement: () => void;
   #beginPending = false;
   #begun: Promise<unknown> | undefined;
-  #atCommit: Array<{ text: string; values: unknown[] }> = [];
+  #atCommit: Array<{ name?: string | undefined; text: string; values: unknown[] }> = [];
 
   readonly #notifier: (channel: string) => NotifyCoalescer;
   #notify = new Set<string>();
@@ -155,10 +155,13 @@ export class TransactionLink implements PipelinedLink {
     });
   }
 
-  /** Queues `query` to go with COMMIT. */
-  beforeCommit(query: SQL): void {
+  /**
+   * Queues `query` to go with COMMIT; with a `name`, as a named statement the
+   * connection parses and plans once (the same name must always carry the same SQL).
+   */
+  beforeCommit(query: SQL, name?: string): void {
     const { sql, params } = dialect.sqlToQuery(query);
-    this.#atCommit.push({ text: sql, values: params });
+    this.#atCommit.push({ name, text: sql, values: params });
   }
 
   /** Asks for a NOTIFY on `channel` once the transaction commits (see NotifyCoalescer). */
@@ -189,9 +192,9 @@ export class TransactionLink implements PipelinedLink {
     try {
       const sent = this.#corked(() => {
         if (this.#beginPending) this.#begin();
-        const statements = this.#atCommit.map(({ text, values }) => {
+        const statements = this.#atCommit.map(({ name, text, values }) => {
           this.#onStatement();
-          return this.#client.query(text, values);
+          return name === undefined ? this.#client.query(text, values) : this.#client.query({ name, text, values });
         });
         this.#atCommit = [];
         this.#onStatement();

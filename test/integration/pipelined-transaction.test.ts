@@ -43,6 +43,27 @@ describe("pipelined transactions on PostgreSQL", () => {
     expect(row!.open).toBe(false);
   });
 
+  it("sends a named statement queued for the commit as one the connection prepares once", async () => {
+    for (const v of ["n1", "n2", "n3"]) {
+      await database.transaction(async (tx) => {
+        await tx.beforeCommit(sql`insert into pipelined_probe values (${v})`, "pipelined_probe_insert");
+      });
+    }
+    expect(await values()).toEqual(["n1", "n2", "n3"]);
+    // The pool's one connection holds it, prepared once and executed for every commit.
+    const prepared = await database.rows<{ statement: string }>(
+      sql`select statement from pg_prepared_statements where name = 'pipelined_probe_insert'`,
+    );
+    expect(prepared.map((row) => row.statement)).toEqual(["insert into pipelined_probe values ($1)"]);
+    // Failing, it rolls back like any other.
+    const failed = database.transaction(async (tx) => {
+      await tx.rows(sql`insert into pipelined_probe values ('n4')`);
+      await tx.beforeCommit(sql`insert into pipelined_probe values (${"n1"})`, "pipelined_probe_insert");
+    });
+    await expect(failed).rejects.toThrow();
+    expect(await values()).toEqual(["n1", "n2", "n3"]);
+  });
+
   it("rolls everything back when a statement queued for the commit fails, and the connection stays usable", async () => {
     const failed = database.transaction(async (tx) => {
       await tx.rows(sql`insert into pipelined_probe values ('a')`);

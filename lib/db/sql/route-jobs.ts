@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { inArray, sql, type SQL } from "drizzle-orm";
 import type { OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
 import type { Database } from "../client.ts";
@@ -32,11 +33,28 @@ export async function enqueueRouteJob(
 
 /**
  * The statement that enqueues a route message, for `Database.beforeCommit`
- * (the publisher's, which needs nothing back); wake the workers with
+ * (the publisher's, which needs nothing back), with the name its SQL is
+ * prepared under (one per owner strategy); wake the workers with
  * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it. `owner` as for `enqueueRouteJob`.
  */
-export function routeJobInsert(message: unknown, owner?: OwnerStrategy): SQL {
-  return sql`insert into webhook_route_job (message) select stored.message from (${storedRouteMessage(message, owner)}) stored`;
+export function routeJobInsert(message: unknown, owner?: OwnerStrategy): { query: SQL; name: string } {
+  return {
+    query: sql`insert into webhook_route_job (message) select stored.message from (${storedRouteMessage(message, owner)}) stored`,
+    name: routeJobInsertName(owner),
+  };
+}
+
+const insertNames = new Map<string, string>();
+
+/** A statement name per owner strategy: its SQL differs only by the strategy. */
+function routeJobInsertName(owner: OwnerStrategy | undefined): string {
+  const key = JSON.stringify(owner ?? null);
+  let name = insertNames.get(key);
+  if (name === undefined) {
+    name = `hooklane_route_job_${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
+    insertNames.set(key, name);
+  }
+  return name;
 }
 
 /**

@@ -33,7 +33,8 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     async enqueueRoute(tx, message: RouteMessage, owner) {
       // Sent with the COMMIT (still inside the transaction, so the owner is read as the mutation left it): a failure
       // to write it fails the transaction, and nothing commits.
-      await tx.beforeCommit(routeJobInsert(message, owner));
+      const insert = routeJobInsert(message, owner);
+      await tx.beforeCommit(insert.query, insert.name);
       // Workers in other processes hear it after the commit, from this NOTIFY or one shared with other commits.
       await tx.notifyAtCommit(ROUTE_WAKE_CHANNEL);
       return { message };
