@@ -28,6 +28,19 @@ afterAll(async () => {
   await database?.close();
 });
 
+/** Routes every due route job as worker w1, leasing none of the new dispatches. */
+const routeAll = () =>
+  routeJobs(database, {
+    workerId: "w1",
+    limit: 10,
+    routeLeaseMs: 60_000,
+    rulesJson: ROUTE_RULES_JSON,
+    claimLimit: 0,
+    leaseMs: 60_000,
+    caps: CAPS,
+    largeFanOut: 1_000,
+  });
+
 const message = (resourceId: string, eventId: string) => ({
   eventId,
   type: "account.updated",
@@ -115,16 +128,7 @@ describe("the route statement's check of a message", () => {
       await database.rows(sql`delete from webhook_route_job`);
       await database.rows(sql`delete from webhook_dispatch`);
       await enqueueRouteJob(database, sample);
-      const routed = await routeJobs(database, {
-        workerId: "w1",
-        limit: 10,
-        routeLeaseMs: 60_000,
-        rulesJson: ROUTE_RULES_JSON,
-        claimLimit: 0,
-        leaseMs: 60_000,
-        caps: CAPS,
-        largeFanOut: 1_000,
-      });
+      const routed = await routeAll();
       expect(routed.found, `sample ${i}`).toBe(1);
       const parsed = routeMessageSchema.safeParse(sample);
       const accepted = parsed.success && catalogueByInternal(parsed.data.type) !== undefined;
@@ -151,17 +155,6 @@ describe("the route statement's check of a message", () => {
 });
 
 describe("the route message's account", () => {
-  const route = () =>
-    routeJobs(database, {
-      workerId: "w1",
-      limit: 10,
-      routeLeaseMs: 60_000,
-      rulesJson: ROUTE_RULES_JSON,
-      claimLimit: 0,
-      leaseMs: 60_000,
-      caps: CAPS,
-      largeFanOut: 1_000,
-    });
   const accountOf = async (eventId: string) =>
     (
       await database.rows<{ account: string | null }>(
@@ -181,12 +174,12 @@ describe("the route message's account", () => {
     const job = await enqueueRouteJob(database, event, { owner: entry.owner });
     expect(job.account).toBe("acc_owner");
     await database.rows(sql`delete from payment_debt where id = ${debt!.id}`);
-    expect(await route()).toMatchObject({ found: 1, routed: [1] });
+    expect(await routeAll()).toMatchObject({ found: 1, routed: [1] });
     expect(await accountOf(event.eventId)).toBe("acc_owner");
     // Without it, routing reads the owner now: the resource is gone, so there is none.
     const unowned = { ...event, eventId: "evt_owner_direct_0002" };
     expect((await enqueueRouteJob(database, unowned)).account).toBeNull();
-    await route();
+    await routeAll();
     expect(await accountOf(unowned.eventId)).toBeNull();
   });
 
@@ -204,7 +197,7 @@ describe("the route message's account", () => {
       const sample = account === undefined ? base : { ...base, account };
       await database.rows(sql`delete from webhook_route_job`);
       await enqueueRouteJob(database, sample);
-      expect(await route()).toMatchObject({ found: 1, routed: [1] });
+      expect(await routeAll()).toMatchObject({ found: 1, routed: [1] });
       expect(await accountOf(base.eventId)).toBe(expected);
 
       const parsed = routeMessageSchema.parse({ ...sample, eventId: `evt_owner_case_${i}_consumer` });
