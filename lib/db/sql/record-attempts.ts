@@ -179,18 +179,28 @@ export async function recordAttempts(
       set attempts = m.attempts + excluded.attempts, succeeded = m.succeeded + excluded.succeeded
     ),
     -- Per webhook: did the endpoint answer at all, and how many connection-level failures.
+    outcomes as (
+      select r.webhook_id, bool_or(r.status_code is not null) as reachable, bool_or(r.probe) as probed,
+        count(*) filter (where r.error_class in (select jsonb_array_elements_text(${connectionClasses}::jsonb)))
+          as failures
+      from r group by r.webhook_id
+    ),
+    -- The webhooks whose breaker changes, locked in id order (as the claim locks them) and read as they are
+    -- now: another worker recording the same endpoint's failures at once counts on top of this one, not beside it.
+    -- No key update, as the update's own lock: inserts referencing the webhook (health rows, dispatches) go on.
+    changing as (
+      select w.id, w.breaker_failures, w.breaker_opens, w.breaker_open_until
+      from webhook w join outcomes o on o.webhook_id = w.id
+      where (o.reachable and (w.breaker_failures > 0 or w.breaker_opens > 0 or w.breaker_open_until is not null))
+        or (not o.reachable and o.failures > 0)
+      order by w.id
+      for no key update of w
+    ),
     judged as (
-      select j.webhook_id, j.reachable, w.breaker_failures + j.failures as failures, w.breaker_opens as opens,
-        not j.reachable and w.breaker_failures + j.failures >= ${breaker.threshold}
-          and (j.probed or w.breaker_open_until is null or w.breaker_open_until <= now()) as opening
-      from (
-        select r.webhook_id, bool_or(r.status_code is not null) as reachable, bool_or(r.probe) as probed,
-          count(*) filter (where r.error_class in (select jsonb_array_elements_text(${connectionClasses}::jsonb)))
-            as failures
-        from r group by r.webhook_id
-      ) j join webhook w on w.id = j.webhook_id
-      where (j.reachable and (w.breaker_failures > 0 or w.breaker_opens > 0 or w.breaker_open_until is not null))
-        or (not j.reachable and j.failures > 0)
+      select o.webhook_id, o.reachable, w.breaker_failures + o.failures as failures, w.breaker_opens as opens,
+        not o.reachable and w.breaker_failures + o.failures >= ${breaker.threshold}
+          and (o.probed or w.breaker_open_until is null or w.breaker_open_until <= now()) as opening
+      from outcomes o join changing w on w.id = o.webhook_id
     ),
     breaker as (
       update webhook w

@@ -72,11 +72,13 @@ export function internalFailure(deps: RetryDeps, dispatch: ClaimedDispatch, erro
  * owner hears of exhaustion, breakers open), counts them in the lane's
  * metrics, then logs one line per attempt.
  * Nothing a subscriber sent can block other results: text is made safe for
- * PostgreSQL, and a batch the database still refuses is split until the one
+ * PostgreSQL, a batch aborted by a deadlock or a serialization failure is
+ * sent again as it is, and a batch the database still refuses is split until the one
  * record at fault is found, which is then recorded without its text and with
  * the reason (or, failing that too, left for its lease to run out and be
- * attempted again). Throws only when the database is unreachable: the caller
- * keeps the results and tries again.
+ * attempted again). Throws only when the database is unreachable, or keeps
+ * aborting the batch for what runs beside it: the caller keeps the results
+ * and tries again.
  */
 export async function recordResults(
   deps: RecordDeps,
@@ -90,15 +92,30 @@ export async function recordResults(
   logOutcomes(deps.logger, results, opened);
 }
 
+/** A statement aborted for what ran beside it, not for what it holds: deadlock_detected, serialization_failure. */
+const TRANSIENT_CODES = new Set(["40P01", "40001"]);
+const isTransient = (error: unknown) => TRANSIENT_CODES.has(errorFacts(error).code ?? "");
+/** Times a batch is sent again at once after a transient failure; then the caller keeps it, as in an outage. */
+const TRANSIENT_RETRIES = 3;
+
 async function recordIsolated(
   deps: RecordDeps,
   workerId: string,
   results: readonly AttemptResult[],
+  transientRetries = TRANSIENT_RETRIES,
 ): Promise<OpenedBreaker[]> {
   try {
     return await recordAttempts(deps.database, workerId, results, deps.breaker);
   } catch (error) {
     if (isConnectionError(error)) throw error;
+    if (isTransient(error)) {
+      // Nothing in the batch is at fault: it is never split or stripped for this.
+      if (transientRetries === 0) throw error;
+      // The other statement has gone on: the same batch, as it is, records now.
+      deps.logger.warn({ err: error, attempts: results.length }, "recording attempts aborted; sending it again");
+      await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40));
+      return recordIsolated(deps, workerId, results, transientRetries - 1);
+    }
     if (results.length > 1) {
       const half = Math.ceil(results.length / 2);
       return [
@@ -121,7 +138,7 @@ async function recordIsolated(
     try {
       return await recordAttempts(deps.database, workerId, [bare], deps.breaker);
     } catch (again) {
-      if (isConnectionError(again)) throw again;
+      if (isConnectionError(again) || isTransient(again)) throw again;
       deps.logger.error(
         { err: again, dispatchId: result.dispatchId },
         "attempt not recorded; its lease will run out and it will be attempted again",
