@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalHost, validateCallbackUrl } from "./webhook-callback-url.ts";
+import { callbackUrlRefusal, canonicalHost, validateCallbackUrl } from "./webhook-callback-url.ts";
 
 const refusal = (url: string, allowedHosts: string[] = []) => {
   try {
@@ -93,5 +93,20 @@ describe("callback URL rules", () => {
     expect(canonicalHost("[0:0::FFFF:7F00:1]")).toBe("::ffff:7f00:1");
     expect(canonicalHost("0x7F.1")).toBe("127.0.0.1");
     expect(canonicalHost("Hooks.Example.COM.")).toBe("hooks.example.com");
+  });
+
+  it("remembers each URL's verdict per allowlist, the same verdict the rules give", () => {
+    const none: string[] = [];
+    const local = ["localhost"];
+    for (const url of ["https://hooks.example.com/x", "http://localhost:4000/", "https://10.0.0.1/", "nope"]) {
+      for (const allowedHosts of [none, local]) {
+        const expected = refusal(url, allowedHosts);
+        // Asked twice: worked out, then remembered.
+        expect(callbackUrlRefusal(url, { allowedHosts }), url).toBe(expected);
+        expect(callbackUrlRefusal(url, { allowedHosts }), url).toBe(expected);
+      }
+    }
+    expect(callbackUrlRefusal("http://localhost:4000/", { allowedHosts: none })).toContain("https:");
+    expect(callbackUrlRefusal("http://localhost:4000/", { allowedHosts: local })).toBeNull();
   });
 });

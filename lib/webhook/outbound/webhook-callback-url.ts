@@ -109,3 +109,30 @@ export function validateCallbackUrl(raw: string, policy: CallbackUrlPolicy): URL
   if (!host.includes(".")) throw new CallbackUrlError(`host ${host} is not a fully qualified domain name`);
   return url;
 }
+
+/** Verdicts remembered per allowlist (the configuration's array) and URL. */
+const verdicts = new WeakMap<readonly string[], Map<string, string | null>>();
+const VERDICT_LIMIT = 10_000;
+
+/**
+ * validateCallbackUrl's verdict on `raw`: the refusal's message, or null when
+ * the URL passes. The deliver stage asks before every POST; the rules are
+ * fixed for the life of a process (code and configuration), so each URL's
+ * verdict is worked out once, in a bounded cache.
+ */
+export function callbackUrlRefusal(raw: string, policy: CallbackUrlPolicy): string | null {
+  let cache = verdicts.get(policy.allowedHosts);
+  if (!cache) verdicts.set(policy.allowedHosts, (cache = new Map()));
+  const known = cache.get(raw);
+  if (known !== undefined) return known;
+  let refusal: string | null = null;
+  try {
+    validateCallbackUrl(raw, policy);
+  } catch (error) {
+    if (!(error instanceof CallbackUrlError)) throw error;
+    refusal = error.message;
+  }
+  if (cache.size >= VERDICT_LIMIT) cache.delete(cache.keys().next().value!);
+  cache.set(raw, refusal);
+  return refusal;
+}

@@ -1,4 +1,4 @@
-import { Agent } from "undici";
+import { Agent, type Dispatcher } from "undici";
 import { classifyAddress, type AddressClassifier } from "./webhook-address-classifier.ts";
 import { classifyNetworkError, type DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import { OriginSlots } from "./origin-slots.ts";
@@ -59,6 +59,7 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   });
 
   const slots = new OriginSlots(options.connectionsPerOrigin);
+  const limits = { maxResponseBytes, excerptBytes, timeoutMs: options.timeoutMs };
 
   return {
     async post(url, headers, body) {
@@ -74,58 +75,8 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
         };
       // Waiting for a free socket of this origin is not the subscriber's time: the deadline starts after.
       const release = await slots.acquire(target.origin);
-      // One signal for the whole exchange: undici's own timeouts restart with every chunk.
-      const signal = AbortSignal.timeout(options.timeoutMs);
       try {
-        const response = await agent.request({
-          origin: target.origin,
-          path: target.pathname + target.search,
-          method: "POST",
-          headers,
-          body,
-          signal,
-        });
-        const statusCode = response.statusCode;
-        const retryAfter = response.headers["retry-after"];
-        const retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
-        const failure = {
-          kind: "failure" as const,
-          statusCode,
-          ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-          gone: statusCode === 410,
-        };
-        const declared = Number(response.headers["content-length"]);
-        if (declared > maxResponseBytes) {
-          response.body.destroy();
-          return {
-            ...failure,
-            errorClass: "response_too_large",
-            message: `response body of ${declared} bytes exceeds the ${maxResponseBytes}-byte cap`,
-            responseExcerpt: null,
-          };
-        }
-        const read = await readCapped(response.body, maxResponseBytes, excerptBytes);
-        if (read.overflow) {
-          return {
-            ...failure,
-            errorClass: "response_too_large",
-            message: `response body exceeds the ${maxResponseBytes}-byte cap`,
-            responseExcerpt: read.excerpt,
-          };
-        }
-        if (statusCode >= 200 && statusCode < 300) {
-          return { kind: "success", statusCode, responseExcerpt: read.excerpt };
-        }
-        const redirect = statusCode >= 300 && statusCode < 400;
-        return {
-          ...failure,
-          errorClass: redirect ? "redirect" : "http_status",
-          message: redirect ? `redirect ${statusCode} not followed` : `HTTP ${statusCode}`,
-          responseExcerpt: read.excerpt,
-        };
-      } catch (error) {
-        const { errorClass, message } = classifyNetworkError(signal.aborted ? signal.reason : error);
-        return { kind: "failure", errorClass, message, statusCode: null, responseExcerpt: null, gone: false };
+        return await exchange(agent, target, headers, body, limits);
       } finally {
         release();
       }
@@ -134,32 +85,121 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   };
 }
 
+interface ExchangeLimits {
+  maxResponseBytes: number;
+  excerptBytes: number;
+  timeoutMs: number;
+}
+
 /**
- * Reads a body up to `max` bytes, keeping only the first `keep` for the log
- * (marked with "…" when cut). Past `max` it stops, destroys the stream and
- * reports an overflow: the rest is never buffered.
+ * One POST through undici's dispatch API: the response is read by the
+ * handler as it arrives, with no body stream in between (a third of the
+ * sender's CPU per request on loopback). One deadline covers the whole
+ * exchange: undici's own timeouts restart with every chunk. Never rejects.
  */
-async function readCapped(
-  body: AsyncIterable<Buffer> & { destroy(): void },
-  max: number,
-  keep: number,
-): Promise<{ excerpt: string | null; overflow: boolean }> {
-  const kept: Buffer[] = [];
-  let keptBytes = 0;
-  let read = 0;
-  for await (const chunk of body) {
-    read += chunk.length;
-    if (keptBytes < keep) {
-      const slice = chunk.subarray(0, keep - keptBytes);
-      kept.push(Buffer.from(slice));
-      keptBytes += slice.length;
+function exchange(
+  agent: Agent,
+  target: URL,
+  headers: Record<string, string>,
+  body: string,
+  limits: ExchangeLimits,
+): Promise<DeliveryOutcome> {
+  return new Promise((resolve) => {
+    let controller: Dispatcher.DispatchController | undefined;
+    let statusCode = 0;
+    let retryAfterMs: number | undefined;
+    const kept: Buffer[] = [];
+    let keptBytes = 0;
+    let read = 0;
+    /** Set when this side ended the exchange (deadline, size cap): the error undici reports next is ours. */
+    let cause: Error | "too_large" | undefined;
+    let settled = false;
+    const settle = (outcome: DeliveryOutcome) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(deadline);
+      resolve(outcome);
+    };
+    const stop = (reason: Error | "too_large") => {
+      cause ??= reason;
+      // Before the request reaches a socket there is nothing to abort yet: onRequestStart does it.
+      controller?.abort(reason === "too_large" ? new Error("response too large") : reason);
+    };
+    const deadline = setTimeout(
+      () => stop(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      limits.timeoutMs,
+    );
+    const excerpt = () => (read === 0 ? null : Buffer.concat(kept).toString("utf8") + (read > keptBytes ? "…" : ""));
+    const failure = () => ({
+      kind: "failure" as const,
+      statusCode,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      gone: statusCode === 410,
+    });
+    const tooLarge = (message: string, responseExcerpt: string | null): DeliveryOutcome => ({
+      ...failure(),
+      errorClass: "response_too_large",
+      message,
+      responseExcerpt,
+    });
+
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(c) {
+        controller = c;
+        if (cause) stop(cause);
+      },
+      onResponseStart(c, code, responseHeaders) {
+        // Informational answers (100, 103) come before the one that counts.
+        if (code < 200) return;
+        statusCode = code;
+        const retryAfter = responseHeaders["retry-after"];
+        retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
+        const declared = Number(responseHeaders["content-length"]);
+        if (declared > limits.maxResponseBytes) {
+          // Settled before the abort: undici reports the abort as an error at once.
+          settle(tooLarge(`response body of ${declared} bytes exceeds the ${limits.maxResponseBytes}-byte cap`, null));
+          stop("too_large");
+        }
+      },
+      onResponseData(c, chunk) {
+        if (statusCode === 0 || settled) return;
+        read += chunk.length;
+        if (keptBytes < limits.excerptBytes) {
+          // A copy: the chunk may be a view of the socket's buffer.
+          const slice = Buffer.from(chunk.subarray(0, limits.excerptBytes - keptBytes));
+          kept.push(slice);
+          keptBytes += slice.length;
+        }
+        if (read > limits.maxResponseBytes) {
+          settle(tooLarge(`response body exceeds the ${limits.maxResponseBytes}-byte cap`, excerpt()));
+          stop("too_large");
+        }
+      },
+      onResponseEnd() {
+        if (statusCode >= 200 && statusCode < 300) {
+          settle({ kind: "success", statusCode, responseExcerpt: excerpt() });
+          return;
+        }
+        const redirect = statusCode >= 300 && statusCode < 400;
+        settle({
+          ...failure(),
+          errorClass: redirect ? "redirect" : "http_status",
+          message: redirect ? `redirect ${statusCode} not followed` : `HTTP ${statusCode}`,
+          responseExcerpt: excerpt(),
+        });
+      },
+      onResponseError(c, error) {
+        const { errorClass, message } = classifyNetworkError(cause instanceof Error ? cause : error);
+        settle({ kind: "failure", errorClass, message, statusCode: null, responseExcerpt: null, gone: false });
+      },
+    };
+    try {
+      agent.dispatch(
+        { origin: target.origin, path: target.pathname + target.search, method: "POST", headers, body },
+        handler,
+      );
+    } catch (error) {
+      handler.onResponseError!(controller!, error as Error);
     }
-    if (read > max) {
-      body.destroy();
-      break;
-    }
-  }
-  if (read === 0) return { excerpt: null, overflow: false };
-  const excerpt = Buffer.concat(kept).toString("utf8") + (read > keptBytes ? "…" : "");
-  return { excerpt, overflow: read > max };
+  });
 }

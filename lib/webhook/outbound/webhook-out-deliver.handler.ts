@@ -2,7 +2,7 @@ import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
 import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
 import type { SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
-import { CallbackUrlError, validateCallbackUrl } from "./webhook-callback-url.ts";
+import { callbackUrlRefusal } from "./webhook-callback-url.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
 import { decideRetry } from "./webhook-retry-policy.ts";
@@ -183,12 +183,8 @@ async function send(
   dispatch: ClaimedDispatch,
   requests: SignedAttempt["requests"],
 ): Promise<DeliveryOutcome> {
-  try {
-    validateCallbackUrl(dispatch.url, { allowedHosts: deps.allowedHosts });
-  } catch (error) {
-    if (!(error instanceof CallbackUrlError)) throw error;
-    return blocked(error.message);
-  }
+  const refusal = callbackUrlRefusal(dispatch.url, { allowedHosts: deps.allowedHosts });
+  if (refusal !== null) return blocked(refusal);
   return postSigned(deps.sender, dispatch.url, requests, dispatch.payload);
 }
 
