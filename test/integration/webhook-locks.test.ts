@@ -2,6 +2,7 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from "vitest";
 import type { Database } from "../../lib/db/client.ts";
 import { claimDispatches } from "../../lib/db/sql/claim-dispatches.ts";
+import { disableFailingWebhooks } from "../../lib/db/sql/disable-failing-webhooks.ts";
 import { silentLogger } from "../../lib/log/logger.ts";
 import { recordResults, type RecordDeps } from "../../lib/webhook/outbound/webhook-out-deliver.consumer.ts";
 import type { AttemptResult } from "../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
@@ -81,6 +82,16 @@ const refused = (dispatchId: string, webhookId: string): AttemptResult => ({
   gone: false,
 });
 
+/** A claim of up to 10 due dispatches for `workerId`, caps out of the way, its walk starting after `after`. */
+const claim = (workerId: string, after?: string) =>
+  claimDispatches(database, {
+    workerId,
+    limit: 10,
+    leaseMs: 60_000,
+    caps: { perWebhook: 10, perOrigin: 10, perAccount: 10 },
+    ...(after === undefined ? {} : { after }),
+  });
+
 /** Resolves once some session waits for a lock; a bounded wait. */
 async function someoneWaits(): Promise<void> {
   for (let i = 0; i < 200; i++) {
@@ -89,6 +100,16 @@ async function someoneWaits(): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error("no session waited for a lock within 5 s");
+}
+
+/** Polls until `done()` or some session waits for a lock (true), for 3 s at most. */
+async function waitsBefore(done: () => boolean): Promise<boolean> {
+  for (let i = 0; i < 120 && !done(); i++) {
+    const { rows } = await observer.query<{ n: number }>("select count(*)::int as n from pg_locks where not granted");
+    if (rows[0]!.n > 0) return true;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return false;
 }
 
 /** Whether `id`'s webhook row is locked by someone now (a lock attempt that does not wait). */
@@ -143,17 +164,11 @@ it("a claim whose walk wraps around changes its webhooks in id order, after the 
   await other.query("begin");
   await other.query("select 1 from webhook where id = 'wh_a' for update");
   // After wh_m: the walk reaches wh_z, then wraps to wh_a; both are rate limited, so both rows change.
-  const claim = claimDispatches(database, {
-    workerId: "worker-1",
-    limit: 10,
-    leaseMs: 60_000,
-    caps: { perWebhook: 10, perOrigin: 10, perAccount: 10 },
-    after: "wh_m",
-  });
+  const claimed = claim("worker-1", "wh_m");
   await someoneWaits();
   expect(await locked("wh_z")).toBe(false);
   await other.query("commit");
-  const { dispatches } = await claim;
+  const { dispatches } = await claimed;
   expect(dispatches.map((d) => d.id).sort()).toEqual(["wd_a", "wd_z"]);
   const { rows } = await observer.query("select id, rate_refilled_at is not null as spent from webhook order by id");
   expect(rows).toEqual([
@@ -182,4 +197,69 @@ it("a record aborted by a deadlock is recorded as it was, not as the database's 
   expect(rows).toEqual([{ error_class: "connection_refused", error_message: "connect ECONNREFUSED 127.0.0.1:9" }]);
   const hook = await observer.query("select breaker_failures from webhook where id = 'wh_a'");
   expect(hook.rows[0].breaker_failures).toBe(1);
+});
+
+it("the sweeper disables failing webhooks locking them in id order", async () => {
+  // Both have failed for longer than the window (a day): failures before and after its start, no success.
+  await observer.query("update webhook set status_changed_at = now() - interval '3 days'");
+  await observer.query(`
+    insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload, status, attempt_count, created_at)
+    select 'wd_' || w || '_' || n, 'evt_' || w || '_' || n, 'account.created', w, '{}', 'error', 1,
+      now() - n * interval '1 day' - interval '1 hour'
+    from unnest(array['wh_a', 'wh_z']) w, generate_series(0, 1) n
+  `);
+  await other.query("begin");
+  await other.query("select 1 from webhook where id = 'wh_a' for update");
+  const disabling = disableFailingWebhooks(database, {
+    now: new Date(),
+    windowMs: 24 * 3_600_000,
+    reason: "failing for a day",
+  });
+  await someoneWaits();
+  expect(await locked("wh_z")).toBe(false);
+  await other.query("commit");
+  expect((await disabling).sort()).toEqual(["wh_a", "wh_z"]);
+});
+
+it("neither the record statement nor the claim waits for an insert referencing the webhook, such as a fan-out's", async () => {
+  await dispatch("wd_1", "wh_a", "worker-1");
+  await dispatch("wd_2", "wh_z");
+  // A fan-out not yet committed: its dispatch rows hold a key-share lock on their webhooks.
+  await other.query("begin");
+  await other.query(
+    `insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
+     values ('wd_fan_a', 'evt_fan_a', 'account.created', 'wh_a', '{}'),
+            ('wd_fan_z', 'evt_fan_z', 'account.created', 'wh_z', '{}')`,
+  );
+  let recorded = false;
+  const record = recordResults(deps, "worker-1", [refused("wd_1", "wh_a")]).then(() => (recorded = true));
+  expect(await waitsBefore(() => recorded)).toBe(false);
+  await record;
+  let claimed = false;
+  // After wh_m: the walk takes wh_z's due row (rate limited: its tokens change) and wh_a's new one is not due yet.
+  const claiming = claim("worker-2", "wh_m").then((result) => ((claimed = true), result));
+  expect(await waitsBefore(() => claimed)).toBe(false);
+  expect((await claiming).dispatches.map((d) => d.id)).toEqual(["wd_2"]);
+  await other.query("commit");
+  const { rows } = await observer.query("select id, breaker_failures from webhook order by id");
+  expect(rows).toEqual([
+    { id: "wh_a", breaker_failures: 1 },
+    { id: "wh_z", breaker_failures: 0 },
+  ]);
+});
+
+it("a probe does not shut a breaker that a record closed while the claim walked", async () => {
+  await observer.query("update webhook set rate_limit = null, breaker_open_until = now() - interval '1 second'");
+  await dispatch("wd_a", "wh_a");
+  // A record statement closing wh_a's breaker (its endpoint answered), not yet committed when the claim writes.
+  await other.query("begin");
+  await other.query("update webhook set breaker_open_until = null, breaker_failures = 0 where id = 'wh_a'");
+  const claimed = claim("worker-1");
+  await someoneWaits();
+  await other.query("commit");
+  const { dispatches } = await claimed;
+  // The claim saw an ended breaker and sent its one probe; the breaker stays as the record left it: closed.
+  expect(dispatches.map((d) => [d.id, d.probe])).toEqual([["wd_a", true]]);
+  const { rows } = await observer.query("select breaker_open_until from webhook where id = 'wh_a'");
+  expect(rows[0].breaker_open_until).toBeNull();
 });

@@ -39,12 +39,19 @@ export async function disableFailingWebhooks(
             and d.created_at > coalesce(
               (select max(s.completed_at) from webhook_dispatch s where s.webhook_id = w.id and s.status = 'success'),
               '-infinity'))
+    ),
+    -- Locked in id order, as every statement changing several webhooks locks them (the record statement's breakers).
+    locked as (
+      select w.id from webhook w join failing f on f.id = w.id
+      where w.status = 'active'
+      order by w.id
+      for no key update of w
     )
     update webhook w
     set status = 'disabled', disabled_reason = ${options.reason},
         status_changed_at = ${options.now.toISOString()}::timestamptz, updated_at = now()
-    from failing f
-    where w.id = f.id and w.status = 'active'
+    from locked l
+    where w.id = l.id and w.status = 'active'
     returning w.id
   `);
   return rows.map((row) => row.id);
