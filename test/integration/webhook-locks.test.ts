@@ -92,24 +92,19 @@ const claim = (workerId: string, after?: string) =>
     ...(after === undefined ? {} : { after }),
   });
 
-/** Resolves once some session waits for a lock; a bounded wait. */
-async function someoneWaits(): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await observer.query<{ n: number }>("select count(*)::int as n from pg_locks where not granted");
-    if (rows[0]!.n > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error("no session waited for a lock within 5 s");
-}
-
-/** Polls until `done()` or some session waits for a lock (true), for 3 s at most. */
-async function waitsBefore(done: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 120 && !done(); i++) {
+/** Polls until `done()` or some session waits for a lock (true), for 5 s at most. */
+async function waitsBefore(done: () => boolean = () => false): Promise<boolean> {
+  for (let i = 0; i < 200 && !done(); i++) {
     const { rows } = await observer.query<{ n: number }>("select count(*)::int as n from pg_locks where not granted");
     if (rows[0]!.n > 0) return true;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   return false;
+}
+
+/** Resolves once some session waits for a lock; a bounded wait. */
+async function someoneWaits(): Promise<void> {
+  if (!(await waitsBefore())) throw new Error("no session waited for a lock within 5 s");
 }
 
 /** Whether `id`'s webhook row is locked by someone now (a lock attempt that does not wait). */

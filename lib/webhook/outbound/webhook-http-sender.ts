@@ -112,7 +112,7 @@ function exchange(
     let keptBytes = 0;
     let read = 0;
     /** Set when this side ended the exchange (deadline, size cap): the error undici reports next is ours. */
-    let cause: Error | "too_large" | undefined;
+    let cause: Error | undefined;
     let settled = false;
     const settle = (outcome: DeliveryOutcome) => {
       if (settled) return;
@@ -120,10 +120,14 @@ function exchange(
       clearTimeout(deadline);
       resolve(outcome);
     };
-    const stop = (reason: Error | "too_large") => {
+    const stop = (reason: Error) => {
       cause ??= reason;
       // Before the request reaches a socket there is nothing to abort yet: onRequestStart does it.
-      controller?.abort(reason === "too_large" ? new Error("response too large") : reason);
+      controller?.abort(reason);
+    };
+    const failed = (error: Error) => {
+      const { errorClass, message } = classifyNetworkError(cause ?? error);
+      settle({ kind: "failure", errorClass, message, statusCode: null, responseExcerpt: null, gone: false });
     };
     const deadline = setTimeout(
       () => stop(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
@@ -158,7 +162,7 @@ function exchange(
         if (declared > limits.maxResponseBytes) {
           // Settled before the abort: undici reports the abort as an error at once.
           settle(tooLarge(`response body of ${declared} bytes exceeds the ${limits.maxResponseBytes}-byte cap`, null));
-          stop("too_large");
+          stop(new Error("response too large"));
         }
       },
       onResponseData(c, chunk) {
@@ -172,7 +176,7 @@ function exchange(
         }
         if (read > limits.maxResponseBytes) {
           settle(tooLarge(`response body exceeds the ${limits.maxResponseBytes}-byte cap`, excerpt()));
-          stop("too_large");
+          stop(new Error("response too large"));
         }
       },
       onResponseEnd() {
@@ -189,8 +193,7 @@ function exchange(
         });
       },
       onResponseError(c, error) {
-        const { errorClass, message } = classifyNetworkError(cause instanceof Error ? cause : error);
-        settle({ kind: "failure", errorClass, message, statusCode: null, responseExcerpt: null, gone: false });
+        failed(error);
       },
     };
     try {
@@ -199,7 +202,7 @@ function exchange(
         handler,
       );
     } catch (error) {
-      handler.onResponseError!(controller!, error as Error);
+      failed(error as Error);
     }
   });
 }

@@ -73,10 +73,10 @@ export function internalFailure(deps: RetryDeps, dispatch: ClaimedDispatch, erro
  * metrics, then logs one line per attempt.
  * Nothing a subscriber sent can block other results: text is made safe for
  * PostgreSQL, a batch aborted by a deadlock or a serialization failure is
- * sent again as it is, and a batch the database still refuses is split until the one
- * record at fault is found, which is then recorded without its text and with
- * the reason (or, failing that too, left for its lease to run out and be
- * attempted again). Throws only when the database is unreachable, or keeps
+ * sent again as it is, and a batch the database still refuses is split until
+ * the one record at fault is found, which is then recorded without its text
+ * and with the reason (or, failing that too, left for its lease to run out and
+ * be attempted again). Throws only when the database is unreachable, or keeps
  * aborting the batch for what runs beside it: the caller keeps the results
  * and tries again.
  */
