@@ -1,7 +1,6 @@
-import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
-import { drizzle } from "drizzle-orm/pglite";
 import { describe, expect, it } from "vitest";
+import { pgliteFactory } from "../../../test/support/harness.ts";
 import {
   histogramOf,
   histogramPercentile,
@@ -22,18 +21,19 @@ const histogramOfValues = (values: number[]) =>
 
 describe("the latency histogram", () => {
   it("puts every whole millisecond up to 120 s in the same bucket in SQL as in code", async () => {
-    const pglite = await PGlite.create("memory://");
+    const { database, drop } = await pgliteFactory();
     try {
-      const result = await drizzle(pglite).execute(
-        sql`select array_agg(${latencyBucketSql(sql`i`)} order by i) as buckets from generate_series(0, 120000) i`,
+      const [row] = await database.rows<{ buckets: number[] }>(
+        sql`select array_agg(${latencyBucketSql(sql`i::int`)} order by i) as buckets from generate_series(0, 120000) i`,
       );
-      const buckets = (result.rows[0] as { buckets: number[] }).buckets;
+      const buckets = row!.buckets;
       const mismatches = buckets.flatMap((bucket, ms) => (bucket === latencyBucket(ms) ? [] : [ms]));
       expect(mismatches).toEqual([]);
       expect(new Set(buckets).size).toBeGreaterThan(70);
       expect(Math.max(...buckets)).toBe(LATENCY_BUCKETS.count - 1);
     } finally {
-      await pglite.close();
+      await database.close();
+      await drop();
     }
   });
 

@@ -19,9 +19,9 @@ export function latencyBucket(ms: number): number {
   return Math.min(LAST, Math.floor(Math.log(ms) / LN_RATIO) + 1);
 }
 
-/** The bucket of an integer column of ms, in SQL (the divisor is passed from here, so both sides share it). */
+/** The bucket of an integer column of ms, in SQL: `hooklane_latency_bucket` (migration 0024), the record statement's. */
 export function latencyBucketSql(ms: SQL): SQL {
-  return sql`case when ${ms} < 1 then 0 else least(${LAST}::int, floor(ln(${ms}::float8) / ${LN_RATIO}::float8)::int + 1) end`;
+  return sql`hooklane_latency_bucket(${ms})`;
 }
 
 /** A histogram (element i counts bucket i) from per-bucket counts; buckets out of range are ignored. */
