@@ -1,4 +1,6 @@
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { eventually } from "../../../../test/support/eventually.ts";
 import { startHarness, pgliteFactory, type Harness } from "../../../../test/support/harness.ts";
 import { deliverDeps } from "../../../create-hooklane.ts";
 import { webhookDispatch } from "../../../db/schema.ts";
@@ -25,17 +27,47 @@ function gate() {
   return { opened, open };
 }
 
-it("runs a worker's claims one at a time, each with what every earlier one handed over in `held`", async () => {
-  const { hooklane } = harness;
+/** A webhook of acc_alice's at `path` and `count` due dispatches of it, named `evt_<tag>_<n>`. */
+async function webhookWithDispatches(path: string, tag: string, count: number): Promise<string> {
   const created = await harness.call("POST", "/v3/webhooks", {
     account: "acc_alice",
-    body: { url: "http://127.0.0.1:8080/held", events: ["payment-debt.created"] },
+    body: { url: `http://127.0.0.1:8080/${path}`, events: ["payment-debt.created"] },
   });
   expect(created.status, JSON.stringify(created.body)).toBe(201);
   const webhookId = created.body.id as string;
-  await hooklane.database.db
-    .insert(webhookDispatch)
-    .values({ eventId: "evt_loop_turns_1", eventType: "payment-debt.created", webhookId, payload: "{}" });
+  await harness.hooklane.database.db.insert(webhookDispatch).values(
+    Array.from({ length: count }, (_, i) => ({
+      eventId: `evt_${tag}_${i + 1}`,
+      eventType: "payment-debt.created",
+      webhookId,
+      payload: "{}",
+    })),
+  );
+  return webhookId;
+}
+
+/** A deliver loop of the harness's worker, POSTing through `sender`, ten at a time. */
+function deliverLoop(workerId: string, sender: HttpSender, running: () => boolean) {
+  const { hooklane } = harness;
+  return startDeliverLoop({
+    database: hooklane.database,
+    transport: hooklane.transport as PostgresTransport,
+    logger: hooklane.logger,
+    deliver: deliverDeps(hooklane, sender),
+    breaker: hooklane.config.breaker,
+    workerId,
+    batchSize: 10,
+    concurrency: 10,
+    leaseMs: 60_000,
+    caps: hooklane.config.caps,
+    maxIdleMs: 50,
+    running,
+  });
+}
+
+it("runs a worker's claims one at a time, each with what every earlier one handed over in `held`", async () => {
+  const { hooklane } = harness;
+  const webhookId = await webhookWithDispatches("held", "loop_turns", 1);
   // A subscriber that answers once told to: the attempt stays in flight until then.
   const answer = gate();
   const sender: HttpSender = {
@@ -45,22 +77,8 @@ it("runs a worker's claims one at a time, each with what every earlier one hande
     },
     close: async () => {},
   };
-  const transport = hooklane.transport as PostgresTransport;
-  const loop = startDeliverLoop({
-    database: hooklane.database,
-    transport,
-    logger: hooklane.logger,
-    deliver: deliverDeps(hooklane, sender),
-    breaker: hooklane.config.breaker,
-    workerId: "w-turns",
-    batchSize: 10,
-    concurrency: 10,
-    leaseMs: 60_000,
-    caps: hooklane.config.caps,
-    maxIdleMs: 50,
-    // The loop claims nothing itself: only the claims below run.
-    running: () => false,
-  });
+  // The loop claims nothing itself: only the claims below run.
+  const loop = deliverLoop("w-turns", sender, () => false);
   await loop.done;
 
   // Claim 1 leases the row and hands it over only once let go; claim 2 is asked for meanwhile.
@@ -100,4 +118,42 @@ it("runs a worker's claims one at a time, each with what every earlier one hande
   answer.open();
   await loop.drain();
   expect(loop.inFlight).toBe(0);
+});
+
+it("records attempts that finish together in one statement, however many finish first", async () => {
+  const { hooklane } = harness;
+  const webhookId = await webhookWithDispatches("together", "loop_together", 5);
+  // Five POSTs held until all five are out, then answered at once.
+  const answer = gate();
+  const allPosted = gate();
+  let posts = 0;
+  const sender: HttpSender = {
+    post: async (): Promise<DeliveryOutcome> => {
+      if (++posts === 5) allPosted.open();
+      await answer.opened;
+      return { kind: "success", statusCode: 200, responseExcerpt: null };
+    },
+    close: async () => {},
+  };
+  let running = true;
+  const loop = deliverLoop("w-together", sender, () => running);
+  await allPosted.opened;
+  answer.open();
+  await eventually(
+    async () => {
+      const [row] = await hooklane.database.rows<{ n: number }>(sql`
+        select count(*)::int as n from webhook_dispatch where webhook_id = ${webhookId} and status = 'success'
+      `);
+      return row!.n;
+    },
+    (n) => n === 5,
+  );
+  running = false;
+  await loop.drain();
+  // One statement, one transaction (now() to the microsecond): the first attempt to finish did not go alone while
+  // four others were finishing.
+  const [times] = await hooklane.database.rows<{ n: number }>(sql`
+    select count(distinct completed_at)::int as n from webhook_dispatch where webhook_id = ${webhookId}
+  `);
+  expect(times!.n).toBe(1);
 });

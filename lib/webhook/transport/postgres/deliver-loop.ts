@@ -10,6 +10,14 @@ import type { PostgresTransport } from "./postgres-transport.ts";
 
 /** How soon a claim that held rows back under a cap asks to look again (`claimDispatches`' default recheck). */
 const CAPPED_RECHECK_MS = 250;
+/**
+ * A record statement has a fixed cost about that of recording ten attempts, so while other attempts are still
+ * running a small batch waits for them to join it, up to this long. Nothing waits on the record: the subscriber
+ * has its POST and the slot under the caps is free already. Only the ledger shows the attempt later, and a worker
+ * that dies meanwhile leaves the row leased, to be attempted again, as it would a moment earlier.
+ */
+const RECORD_LINGER_MS = 20;
+const RECORD_LINGER_BELOW = 32;
 
 /**
  * What a claim tells the in-flight book about its worker (`claimDispatches`' `held` and `claim`). A worker's
@@ -81,6 +89,13 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let heldBack = false;
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
+  /** Attempts running now, in all. */
+  let posting = 0;
+  /** Ends the wait of a small batch for the attempts still running, when there is one. */
+  let lingering: (() => void) | undefined;
+  const batchJoined = () => {
+    if (lingering && (posting === 0 || completed.length >= RECORD_LINGER_BELOW)) lingering();
+  };
   let lastClaim = 0;
   /**
    * Settles when the last claim started has. Claims overlapping in one worker could exceed a cap: one sent
@@ -136,11 +151,13 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     held.add(dispatch.id);
     const { webhookId } = dispatch;
     attempting.set(webhookId, (attempting.get(webhookId) ?? 0) + 1);
+    posting++;
     let over = false;
     const attemptOver = () => {
       // The POST is over: only the record statement still holds the row, not a slot under the caps.
       if (over) return;
       over = true;
+      posting--;
       const left = (attempting.get(webhookId) ?? 1) - 1;
       if (left > 0) attempting.set(webhookId, left);
       else attempting.delete(webhookId);
@@ -149,12 +166,14 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       .then((result) => {
         attemptOver();
         completed.push(result);
+        batchJoined();
         flushing ??= flush();
         // Its slot under the caps is free now (the claim counts it as settled), not once it is recorded.
         if (heldBack) transport.deliverSignal.wake();
       })
       .finally(() => {
         attemptOver();
+        batchJoined();
         inFlight--;
         freeSlot();
       });
@@ -164,6 +183,16 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   async function flush(): Promise<void> {
     let failures = 0;
     while (completed.length > 0) {
+      if (completed.length < RECORD_LINGER_BELOW && posting > 0 && options.running()) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => lingering?.(), RECORD_LINGER_MS);
+          lingering = () => {
+            clearTimeout(timer);
+            lingering = undefined;
+            resolve();
+          };
+        });
+      }
       const batch = completed.slice(0, 500);
       try {
         await recordResults(options, workerId, batch);
