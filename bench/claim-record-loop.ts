@@ -6,15 +6,13 @@
 //   node bench/claim-record-loop.ts [--webhooks 16] [--deliveries 12000] [--limit 32]
 //
 // BENCH_DATABASE_URL is the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
-import { readdirSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { parseBackoff } from "../lib/config/duration.ts";
 import { claimDispatches } from "../lib/db/sql/claim-dispatches.ts";
-import { recordAttempts, type AttemptRecord, type BreakerRule } from "../lib/db/sql/record-attempts.ts";
-import { BREAKER } from "../lib/webhook/outbound/webhook-retry-policy.ts";
+import { recordAttempts } from "../lib/db/sql/record-attempts.ts";
 import { createBenchDatabase } from "./bench-database.ts";
-import { processCpuMs } from "./product-processes.ts";
+import { BREAKER_RULE, succeeded } from "./loop-records.ts";
+import { postgresCpuMs } from "./product-processes.ts";
 
 const { values } = parseArgs({
   options: {
@@ -27,30 +25,6 @@ const webhooks = Number(values.webhooks);
 const deliveries = Number(values.deliveries);
 const limit = Number(values.limit);
 const WORKER = "claim-record-loop";
-const open = parseBackoff(BREAKER.open);
-const BREAKER_RULE: BreakerRule = {
-  threshold: BREAKER.threshold,
-  openBaseMs: open.baseMs,
-  openMaxMs: open.maxMs,
-  connectionClasses: BREAKER.connectionClasses,
-};
-
-/** CPU of every postgres process now alive, and of those its postmaster reaped, in milliseconds. */
-function postgresCpuMs(): number {
-  let ms = 0;
-  for (const pid of readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    let command: string;
-    try {
-      command = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-    } catch {
-      continue; // gone meanwhile
-    }
-    const cpu = command === "postgres" ? processCpuMs(Number(pid), true) : NaN;
-    if (!Number.isNaN(cpu)) ms += cpu;
-  }
-  return ms;
-}
 
 const db = await createBenchDatabase(
   process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
@@ -75,23 +49,7 @@ try {
     claimMs += performance.now() - at;
     cursor = claim.cursor;
     if (claim.dispatches.length === 0) break;
-    const now = new Date();
-    const records: AttemptRecord[] = claim.dispatches.map((d) => ({
-      dispatchId: d.id,
-      webhookId: d.webhookId,
-      attempt: d.attempt,
-      status: "success",
-      retryInMs: null,
-      startedAt: now,
-      durationMs: 2,
-      outcome: "success",
-      statusCode: 200,
-      errorClass: null,
-      errorMessage: null,
-      responseExcerpt: "ok",
-      signature: { timestamp: Math.floor(now.getTime() / 1_000), scheme: d.scheme, signatures: 1 },
-      probe: false,
-    }));
+    const records = succeeded(claim.dispatches);
     at = performance.now();
     await recordAttempts(db.database, WORKER, records, BREAKER_RULE);
     recordMs += performance.now() - at;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, readFileSync } from "node:fs";
+import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -238,6 +238,26 @@ export function processCpuMs(pid: number, reaped = false): number {
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU of every PostgreSQL process now alive on this machine, and of those its postmaster reaped, in milliseconds
+ * (from /proc: only meaningful with the server on this host and nothing else using it).
+ */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    let command: string;
+    try {
+      command = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+    } catch {
+      continue; // gone meanwhile
+    }
+    const cpu = command === "postgres" ? processCpuMs(Number(pid), true) : NaN;
+    if (!Number.isNaN(cpu)) ms += cpu;
+  }
+  return ms;
 }
 
 /** VmRSS and VmHWM of a live process, in bytes. */
