@@ -1,13 +1,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { pgliteFactory } from "../../../test/support/harness.ts";
-import {
-  histogramOf,
-  histogramPercentile,
-  LATENCY_BUCKETS,
-  latencyBucket,
-  latencyBucketSql,
-} from "./latency-histogram.ts";
+import { histogramOf, histogramPercentile, LATENCY_BUCKETS, latencyBucket } from "./latency-histogram.ts";
 
 /** percentile_disc over whole-millisecond durations, as the attempt log would answer it. */
 function exactPercentile(values: number[], q: number): number {
@@ -24,7 +18,8 @@ describe("the latency histogram", () => {
     const { database, drop } = await pgliteFactory();
     try {
       const [row] = await database.rows<{ buckets: number[] }>(
-        sql`select array_agg(${latencyBucketSql(sql`i::int`)} order by i) as buckets from generate_series(0, 120000) i`,
+        // hooklane_latency_bucket (migration 0024) is what the record statement buckets durations with.
+        sql`select array_agg(hooklane_latency_bucket(i::int) order by i) as buckets from generate_series(0, 120000) i`,
       );
       const buckets = row!.buckets;
       const mismatches = buckets.flatMap((bucket, ms) => (bucket === latencyBucket(ms) ? [] : [ms]));

@@ -1,5 +1,3 @@
-import { sql, type SQL } from "drizzle-orm";
-
 /**
  * The duration buckets of `webhook_health_hour`: bucket 0 holds
  * attempts under 1 ms; bucket i ≥ 1 holds [RATIO^(i-1), RATIO^i) ms; the last
@@ -13,15 +11,10 @@ export const LATENCY_BUCKETS = { ratio: 1.15, count: 80 } as const;
 const LN_RATIO = Math.log(LATENCY_BUCKETS.ratio);
 const LAST = LATENCY_BUCKETS.count - 1;
 
-/** The bucket of a duration in ms; the same arithmetic as `latencyBucketSql`. */
+/** The bucket of a duration in ms; the same arithmetic as `hooklane_latency_bucket` (migration 0024). */
 export function latencyBucket(ms: number): number {
   if (ms < 1) return 0;
   return Math.min(LAST, Math.floor(Math.log(ms) / LN_RATIO) + 1);
-}
-
-/** The bucket of an integer column of ms, in SQL: `hooklane_latency_bucket` (migration 0024), the record statement's. */
-export function latencyBucketSql(ms: SQL): SQL {
-  return sql`hooklane_latency_bucket(${ms})`;
 }
 
 /** A histogram (element i counts bucket i) from per-bucket counts; buckets out of range are ignored. */

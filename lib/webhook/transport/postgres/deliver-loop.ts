@@ -89,12 +89,10 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let heldBack = false;
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
-  /** Attempts running now, in all. */
-  let posting = 0;
   /** Ends the wait of a small batch for the attempts still running, when there is one. */
   let lingering: (() => void) | undefined;
   const batchJoined = () => {
-    if (lingering && (posting === 0 || completed.length >= RECORD_LINGER_BELOW)) lingering();
+    if (lingering && (attempting.size === 0 || completed.length >= RECORD_LINGER_BELOW)) lingering();
   };
   let lastClaim = 0;
   /**
@@ -151,13 +149,11 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     held.add(dispatch.id);
     const { webhookId } = dispatch;
     attempting.set(webhookId, (attempting.get(webhookId) ?? 0) + 1);
-    posting++;
     let over = false;
     const attemptOver = () => {
       // The POST is over: only the record statement still holds the row, not a slot under the caps.
       if (over) return;
       over = true;
-      posting--;
       const left = (attempting.get(webhookId) ?? 1) - 1;
       if (left > 0) attempting.set(webhookId, left);
       else attempting.delete(webhookId);
@@ -166,7 +162,6 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       .then((result) => {
         attemptOver();
         completed.push(result);
-        batchJoined();
         flushing ??= flush();
         // Its slot under the caps is free now (the claim counts it as settled), not once it is recorded.
         if (heldBack) transport.deliverSignal.wake();
@@ -183,7 +178,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   async function flush(): Promise<void> {
     let failures = 0;
     while (completed.length > 0) {
-      if (completed.length < RECORD_LINGER_BELOW && posting > 0 && options.running()) {
+      if (completed.length < RECORD_LINGER_BELOW && attempting.size > 0 && options.running()) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => lingering?.(), RECORD_LINGER_MS);
           lingering = () => {
