@@ -1,11 +1,12 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
+import { enqueueRouteJob, routeJobs } from "../../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
 // Routing keeps one plan per connection for finding an event's webhooks. Made while there were a handful, that plan
-// used to read every webhook for every event routed afterwards (migration 0025).
+// used to read every webhook for every event routed afterwards (migrations 0025 and 0026).
 
 let database: Database;
 let drop: () => Promise<void>;
@@ -32,38 +33,62 @@ afterAll(async () => {
   await drop?.();
 });
 
-/** Routes one event of acc_a's about payment debt `n`: the ids of the dispatches it created. */
-async function route(db: Database, n: string): Promise<string[]> {
-  const message = {
-    eventId: `evt_routeplan_${n}`,
-    type: "payment-debt.created",
-    resourceId: `pd_${n}`,
-    occurredAt: new Date().toISOString(),
-    livemode: false,
-    account: "acc_a",
-  };
+/** A route message of acc_a's about payment debt `n`. */
+const message = (n: string) => ({
+  eventId: `evt_routeplan_${n}`,
+  type: "payment-debt.created",
+  resourceId: `pd_${n}`,
+  occurredAt: new Date().toISOString(),
+  livemode: false,
+  account: "acc_a",
+});
+
+/** The route loop's statement as worker w1 runs it, leasing none of the new dispatches. */
+const routeOptions = {
+  workerId: "w1",
+  limit: 10,
+  routeLeaseMs: 60_000,
+  rulesJson: ROUTE_RULES_JSON,
+  claimLimit: 0,
+  leaseMs: 60_000,
+  caps: { perWebhook: 100, perOrigin: 100, perAccount: 100 },
+  largeFanOut: 1_000,
+};
+
+/** Routes one event alone, as the shared consumer does: the ids of the dispatches it created. */
+async function routeOne(db: Database, n: string): Promise<number> {
   const [row] = await db.rows<{ ids: string[] }>(
-    sql`select hooklane_route_event(${JSON.stringify(message)}::jsonb, ${rule}::jsonb) as ids`,
+    sql`select hooklane_route_event(${JSON.stringify(message(n))}::jsonb, ${rule}::jsonb) as ids`,
   );
-  return row!.ids;
+  return row!.ids.length;
+}
+
+/** Routes three events in one route statement, as the route loop does: the dispatches it created. */
+async function routeBatch(db: Database, n: string): Promise<number> {
+  for (const i of [1, 2, 3]) await enqueueRouteJob(db, message(`${n}_${i}`));
+  return (await routeJobs(db, routeOptions)).dispatches;
 }
 
 it("finds an event's webhooks without reading every webhook, after thousands arrived under a plan made with one", async () => {
-  // Enough events with one webhook for the session to settle on a generic plan.
-  for (let i = 0; i < 8; i++) await route(database, `small${i}`);
+  // Enough events with one webhook for the session to settle on generic plans.
+  for (let i = 0; i < 8; i++) {
+    await routeOne(database, `small${i}`);
+    await routeBatch(database, `smallbatch${i}`);
+  }
   // Another account's webhooks, of another type, by the thousand; nothing analyses the table meanwhile.
   await database.rows(sql`
     insert into webhook (url, events, account, secret_sealed, created_by)
     select 'https://example.com/b' || g, array['account.created'], 'acc_b', 'sealed', 'test'
     from generate_series(1, 5000) g
   `);
-  const read = await database.transaction(async (tx) => {
-    const routed = await route(tx, "after");
-    const [row] = await tx.rows<{ seq_tup_read: string }>(sql`
-      select seq_tup_read from pg_stat_xact_user_tables where relname = 'webhook'
-    `);
-    return { routed: routed.length, scanned: Number(row!.seq_tup_read) };
-  });
-  expect(read.routed).toBe(1);
-  expect(read.scanned).toBe(0);
+  const read = (route: (tx: Database) => Promise<number>) =>
+    database.transaction(async (tx) => {
+      const routed = await route(tx);
+      const [row] = await tx.rows<{ seq_tup_read: string; idx_tup_fetch: string }>(sql`
+        select seq_tup_read, idx_tup_fetch from pg_stat_xact_user_tables where relname = 'webhook'
+      `);
+      return { routed, scanned: Number(row!.seq_tup_read), fetchedUnder: Number(row!.idx_tup_fetch) < 100 };
+    });
+  expect(await read((tx) => routeOne(tx, "after"))).toEqual({ routed: 1, scanned: 0, fetchedUnder: true });
+  expect(await read((tx) => routeBatch(tx, "afterbatch"))).toEqual({ routed: 3, scanned: 0, fetchedUnder: true });
 });

@@ -28,11 +28,11 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** Routes every due route job as worker w1, leasing none of the new dispatches. */
-const routeAll = () =>
+/** Routes up to `limit` due route jobs as worker w1, leasing none of the new dispatches. */
+const routeAll = (limit = 10) =>
   routeJobs(database, {
     workerId: "w1",
-    limit: 10,
+    limit,
     routeLeaseMs: 60_000,
     rulesJson: ROUTE_RULES_JSON,
     claimLimit: 0,
@@ -206,6 +206,58 @@ describe("the route message's account", () => {
       expect(await accountOf(parsed.eventId)).toBe(expected);
     });
   }
+});
+
+describe("a route statement's batch", () => {
+  it("creates the dispatches its events would one by one, and none twice for one event", async () => {
+    const deprecated = catalogueByInternal("account.created")!;
+    await database.db
+      .insert(webhookEventType)
+      .values({ ...eventTypeRow(deprecated), deprecated: true })
+      .onConflictDoNothing();
+    await database.rows(sql`
+      insert into webhook (id, url, events, account, secret_sealed, created_by)
+      values ('wh_batch_own', 'https://own.example.com/hook', array['account.updated'], 'acc_batch_1', 'sealed', 'test'),
+             ('wh_batch_other', 'https://other.example.com/hook', array['account.updated'], 'acc_other', 'sealed', 'test')
+    `);
+    // Owners given, looked up (the account itself), and none; live and test mode; a body with bytes to escape; a
+    // deprecated type; one event whose message arrives twice, and one whose second message names an owner.
+    const events = [
+      message("acc_batch_1", "evt_batch_0001"),
+      { ...message("acc_batch_2", "evt_batch_0002"), account: "acc_batch_1", livemode: true },
+      { ...message("acc_batch_3", "evt_batch_0003"), account: null },
+      message('q"\\\n\u2028😀', "evt_batch_0004"),
+      { ...message("addr_batch", "evt_batch_0005"), type: "general.address.created" },
+      { ...message("acc_batch_1", "evt_batch_0006"), type: "account.created" },
+      message("acc_batch_1", "evt_batch_0001"),
+      message("acc_other", "evt_batch_0007"),
+      // The third event again, now with an owner: only its owner's webhook is new.
+      { ...message("acc_batch_3", "evt_batch_0003"), account: "acc_batch_1" },
+    ];
+    const rows = () =>
+      database.rows<Record<string, string | null>>(sql`
+        select event_id, event_type, webhook_id, account, payload, status, locked_by from webhook_dispatch
+        where event_id like 'evt_batch_%' order by event_id, webhook_id
+      `);
+    try {
+      await database.rows(sql`delete from webhook_route_job`);
+      for (const event of events) await enqueueRouteJob(database, event);
+      const routed = await routeAll(50);
+      expect(routed).toMatchObject({ found: 9, routed: [2, 2, 1, 1, 1, 0, 0, 2, 1], dispatches: 10, left: [] });
+      const batched = await rows();
+      expect(batched).toHaveLength(10);
+
+      await database.rows(sql`delete from webhook_dispatch where event_id like 'evt_batch_%'`);
+      for (const event of events) {
+        const parsed = routeMessageSchema.parse(event);
+        await insertDispatches(database, parsed, routeRule(catalogueByInternal(parsed.type)!));
+      }
+      expect(await rows()).toEqual(batched);
+    } finally {
+      await database.rows(sql`delete from webhook_dispatch where event_id like 'evt_batch_%'`);
+      await database.rows(sql`delete from webhook where id in ('wh_batch_own', 'wh_batch_other')`);
+    }
+  });
 });
 
 describe("the route statement's hand-off", () => {
