@@ -92,3 +92,32 @@ it("finds an event's webhooks without reading every webhook, after thousands arr
   expect(await read((tx) => routeOne(tx, "after"))).toEqual({ routed: 1, scanned: 0, fetchedUnder: true });
   expect(await read((tx) => routeBatch(tx, "afterbatch"))).toEqual({ routed: 3, scanned: 0, fetchedUnder: true });
 });
+
+it("leases a route statement's new dispatches by their keys, not by reading past the webhook's backlog", async () => {
+  // The session's claims are planned first on a small ledger, each leasing what it routed.
+  for (let i = 0; i < 8; i++) {
+    await enqueueRouteJob(database, message(`claimwarm${i}`));
+    expect((await routeJobs(database, { ...routeOptions, claimLimit: 10 })).leased).toHaveLength(1);
+  }
+  // Then wh_a gets 5,000 dispatches due and waiting (a slow subscriber's, say) before one more of its events is routed.
+  await database.rows(sql`
+    insert into webhook_dispatch (event_id, event_type, webhook_id, account, payload)
+    select 'evt_backlog_' || g, 'payment-debt.created', 'wh_a', 'acc_a', '{"data":{"id":"pd_backlog"}}'
+    from generate_series(1, 5000) g
+  `);
+  await enqueueRouteJob(database, message("backlog_new"));
+  const read = await database.transaction(async (tx) => {
+    const routed = await routeJobs(tx, { ...routeOptions, claimLimit: 10 });
+    const [row] = await tx.rows<{ idx_tup_fetch: string; seq_tup_read: string }>(sql`
+      select idx_tup_fetch, seq_tup_read from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
+    `);
+    return {
+      leased: routed.leased.map((d) => d.eventId),
+      fetched: Number(row!.idx_tup_fetch),
+      scanned: Number(row!.seq_tup_read),
+    };
+  });
+  expect(read.leased).toEqual(["evt_routeplan_backlog_new"]);
+  expect(read.scanned).toBe(0);
+  expect(read.fetched).toBeLessThan(20);
+});

@@ -9,7 +9,7 @@ import { ROUTE_RULES_JSON, routeRule } from "../../webhook/outbound/webhook-out-
 import type { Database } from "../client.ts";
 import { webhookEventType } from "../schema.ts";
 import { insertDispatches } from "./insert-dispatches.ts";
-import { enqueueRouteJob, routeJobs } from "./route-jobs.ts";
+import { enqueueRouteJob, routeJobs, type RouteJobsOptions } from "./route-jobs.ts";
 
 let database: Database;
 const CAPS = { perWebhook: 100, perOrigin: 100, perAccount: 100 };
@@ -28,17 +28,18 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** Routes up to `limit` due route jobs as worker w1, leasing none of the new dispatches. */
-const routeAll = (limit = 10) =>
+/** Routes due route jobs as worker w1: by default ten at most, leasing none of the new dispatches. */
+const routeAll = (options: Partial<RouteJobsOptions> = {}) =>
   routeJobs(database, {
     workerId: "w1",
-    limit,
+    limit: 10,
     routeLeaseMs: 60_000,
     rulesJson: ROUTE_RULES_JSON,
     claimLimit: 0,
     leaseMs: 60_000,
     caps: CAPS,
     largeFanOut: 1_000,
+    ...options,
   });
 
 const message = (resourceId: string, eventId: string) => ({
@@ -242,7 +243,7 @@ describe("a route statement's batch", () => {
     try {
       await database.rows(sql`delete from webhook_route_job`);
       for (const event of events) await enqueueRouteJob(database, event);
-      const routed = await routeAll(50);
+      const routed = await routeAll({ limit: 50 });
       expect(routed).toMatchObject({ found: 9, routed: [2, 2, 1, 1, 1, 0, 0, 2, 1], dispatches: 10, left: [] });
       const batched = await rows();
       expect(batched).toHaveLength(10);
@@ -261,7 +262,8 @@ describe("a route statement's batch", () => {
 });
 
 describe("the route statement's hand-off", () => {
-  it("leases the new dispatches it has room for, and none of a fan-out as large as largeFanOut", async () => {
+  /** Runs `test` with no route job or dispatch waiting and two more webhooks hearing everything (three with wh_all). */
+  async function withTwoMoreWebhooks(test: () => Promise<void>): Promise<void> {
     await database.rows(sql`delete from webhook_route_job`);
     await database.rows(sql`delete from webhook_dispatch`);
     await database.rows(sql`
@@ -270,18 +272,36 @@ describe("the route statement's hand-off", () => {
              ('wh_fan_2', 'https://two.example.com/hook', array['*'], 'sealed', 'test')
     `);
     try {
+      await test();
+    } finally {
+      await database.rows(sql`delete from webhook_dispatch`);
+      await database.rows(sql`delete from webhook_lane_in_flight`);
+      await database.rows(sql`delete from webhook where id in ('wh_fan_1', 'wh_fan_2')`);
+    }
+  }
+
+  it("leases a batch's new dispatches under the caps, each webhook's earliest first", () =>
+    withTwoMoreWebhooks(async () => {
+      for (const n of [1, 2]) await enqueueRouteJob(database, message("acc_1", `evt_cap_batch_000${n}`));
+      const routed = await routeAll({ claimLimit: 10, caps: { ...CAPS, perWebhook: 1 } });
+      // Two events, three webhooks each: one in flight per webhook, the first event's; the rest wait.
+      expect(routed).toMatchObject({ found: 2, routed: [3, 3], dispatches: 6 });
+      expect(routed.leased.map((d) => `${d.webhookId} ${d.eventId}`).sort()).toEqual([
+        "wh_all evt_cap_batch_0001",
+        "wh_fan_1 evt_cap_batch_0001",
+        "wh_fan_2 evt_cap_batch_0001",
+      ]);
+      const [waiting] = await database.rows<{ n: number }>(
+        sql`select count(*)::int as n from webhook_dispatch where event_id = 'evt_cap_batch_0002' and locked_by is null`,
+      );
+      expect(waiting!.n).toBe(3);
+    }));
+
+  it("leases the new dispatches it has room for, and none of a fan-out as large as largeFanOut", () =>
+    withTwoMoreWebhooks(async () => {
       const route = async (eventId: string, largeFanOut: number) => {
         await enqueueRouteJob(database, message("acc_1", eventId));
-        return routeJobs(database, {
-          workerId: "w1",
-          limit: 10,
-          routeLeaseMs: 60_000,
-          rulesJson: ROUTE_RULES_JSON,
-          claimLimit: 10,
-          leaseMs: 60_000,
-          caps: CAPS,
-          largeFanOut,
-        });
+        return routeAll({ claimLimit: 10, largeFanOut });
       };
       // Three webhooks hear it: all three leased to w1, ready to attempt.
       const small = await route("evt_fan_small_0001", 1_000);
@@ -294,8 +314,5 @@ describe("the route statement's hand-off", () => {
         sql`select count(*)::int as n from webhook_dispatch where event_id = 'evt_fan_large_0001' and locked_by is null`,
       );
       expect(pending!.n).toBe(3);
-    } finally {
-      await database.rows(sql`delete from webhook where id in ('wh_fan_1', 'wh_fan_2')`);
-    }
-  });
+    }));
 });

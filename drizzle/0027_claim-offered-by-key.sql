@@ -1,0 +1,342 @@
+-- The claim reads the dispatches it is offered by their keys.
+--
+-- A route statement offers its claim the dispatches it has just created (p_only_ids). The claim found each offered
+-- webhook, and then each one's rows, by walking that webhook's open dispatches in due order and keeping the offered
+-- ones: past every row already leased and every row of a backlog, for every route statement. Routing one event to a
+-- webhook with 5,000 dispatches waiting read 5,039 rows of the ledger to lease one; under load, every route statement
+-- read past the webhook's rows in flight. The offered rows are now read once, by key, at the start of the claim
+-- (hooklane_offered_dispatches), and each webhook's are leased from that list, by key (hooklane_lease_dispatches). Both
+-- run with sequential scans off and keep one plan per session: planned while the ledger was small, a lookup by key
+-- would otherwise read the whole table (test/integration/route-plan.test.ts). Not the whole claim: its walk over the
+-- open webhooks slowed to a crawl that way. The offered rows are locked as they are read, leased or not: meant for rows
+-- no other transaction sees yet, as a route statement's are. The lease helper estimates 16 rows (ROWS 16, one webhook's
+-- default cap) where a function's default is 1,000: with that default, its call made the claim's pick statement look
+-- dearer under one plan than planned anew, and it was planned on 1,160 of 4,132 calls end to end (0.22 ms each); now on
+-- 22. Everything else is 0023's.
+CREATE FUNCTION hooklane_offered_dispatches(
+  p_ids text[],
+  p_now timestamptz,
+  p_after text,
+  OUT hooks text[],
+  OUT earliest timestamptz[],
+  OUT due jsonb
+)
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+  -- Per webhook after p_after (in webhook order) of the open dispatches among p_ids: the earliest due time, and the
+  -- ones due and free to lease, in due order and then in the order given (a route statement's: its events' order).
+  SELECT coalesce(array_agg(o.webhook_id ORDER BY o.webhook_id), '{}'::text[]),
+    coalesce(array_agg(o.earliest ORDER BY o.webhook_id), '{}'::timestamptz[]),
+    coalesce(jsonb_object_agg(o.webhook_id, o.ids), '{}'::jsonb)
+  INTO hooks, earliest, due
+  FROM (
+    SELECT d.webhook_id, min(d.next_attempt_at) AS earliest,
+      coalesce(jsonb_agg(d.id ORDER BY d.next_attempt_at, i.n)
+        FILTER (WHERE d.next_attempt_at <= p_now AND (d.locked_until IS NULL OR d.locked_until < p_now)),
+        '[]'::jsonb) AS ids
+    FROM (SELECT i.id, min(i.n) AS n FROM unnest(p_ids) WITH ORDINALITY AS i(id, n) GROUP BY i.id) i
+    CROSS JOIN LATERAL (
+      -- By the key alone (no condition here that an index of open rows could answer), and locked as the claim's
+      -- walk locks what it picks: a row another claim holds is not offered.
+      SELECT d.id, d.webhook_id, d.status, d.next_attempt_at, d.locked_until FROM webhook_dispatch d
+      WHERE d.id = i.id
+      OFFSET 0
+      FOR UPDATE SKIP LOCKED
+    ) d
+    WHERE d.status IN ('pending', 'error') AND d.webhook_id > p_after
+    GROUP BY d.webhook_id
+  ) o;
+END;
+$$;
+--> statement-breakpoint
+-- Leases the given dispatches by key (the claim's offered ones, each already checked and locked).
+CREATE FUNCTION hooklane_lease_dispatches(p_ids text[], p_worker text, p_until timestamptz)
+RETURNS SETOF webhook_dispatch
+LANGUAGE plpgsql
+ROWS 16
+SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
+AS $$
+BEGIN
+  RETURN QUERY
+  WITH leased AS (
+    UPDATE webhook_dispatch d SET locked_until = p_until, locked_by = p_worker
+    WHERE d.id = ANY (p_ids)
+    RETURNING d.*
+  )
+  SELECT * FROM leased;
+END;
+$$;
+--> statement-breakpoint
+CREATE OR REPLACE FUNCTION hooklane_claim_dispatches(
+  p_worker text,
+  p_limit integer,
+  p_lease_ms integer,
+  p_after text,
+  p_only text,
+  p_webhook_cap integer,
+  p_origin_cap integer,
+  p_account_cap integer,
+  p_max_steps integer,
+  p_recheck_ms integer,
+  p_held jsonb,
+  p_claim bigint,
+  p_pending bigint[],
+  p_only_ids text[]
+) RETURNS jsonb
+LANGUAGE plpgsql
+AS $$
+DECLARE
+  v_now timestamptz;
+  v_rows jsonb := '[]'::jsonb;
+  v_taken integer := 0;
+  v_steps integer := 0;
+  v_after text := coalesce(p_after, '');
+  v_cursor text := coalesce(p_after, '');
+  v_wrapped boolean := coalesce(p_after, '') = '';
+  v_complete boolean := false;
+  v_capped boolean := false;
+  v_wait_ms double precision;
+  v_by_webhook jsonb;
+  v_by_origin jsonb;
+  v_by_account jsonb;
+  v_own jsonb;
+  v_unseen jsonb;
+  v_kept jsonb;
+  v_pending bigint[] := coalesce(p_pending, '{}'::bigint[]);
+  v_took jsonb := '{}'::jsonb;
+  v_hook text;
+  v_earliest timestamptz;
+  v_next timestamptz;
+  w record;
+  v_room integer;
+  v_cap_bound boolean;
+  v_tokens double precision;
+  v_probe boolean;
+  v_got jsonb;
+  v_n integer;
+  v_tokens_left jsonb := '{}'::jsonb;
+  v_probed text[] := '{}'::text[];
+  v_offer_hooks text[];
+  v_offer_earliest timestamptz[];
+  v_offer_ids jsonb;
+  v_offer_at integer := 0;
+  v_pick text[];
+  v_offer record;
+BEGIN
+  PERFORM pg_advisory_xact_lock(7207312);
+  v_now := clock_timestamp();
+
+  -- This worker's own deliveries in flight: what it says it has, plus what its claims it had not heard back
+  -- from when it sent this one (p_pending), or sent after this one, took. An entry stays in `recent` while a
+  -- claim may still be written that has not heard of it: one it names as pending, one sent after it, or one sent
+  -- after a claim still pending (that claim, written later, counts it).
+  SELECT coalesce(jsonb_object_agg(e.key, e.value), '{}'::jsonb) INTO v_kept
+  FROM webhook_lane_in_flight b, jsonb_each(b.recent) e
+  WHERE b.worker = p_worker AND b.until > v_now
+    AND (e.key::bigint = ANY (v_pending)
+      OR e.key::bigint > least(p_claim, (SELECT min(p) FROM unnest(v_pending) p)));
+  SELECT coalesce(jsonb_object_agg(k.key, k.value), '{}'::jsonb) INTO v_unseen
+  FROM jsonb_each(v_kept) k
+  WHERE k.key::bigint = ANY (v_pending) OR k.key::bigint > p_claim;
+  SELECT coalesce(jsonb_object_agg(c.webhook_id, c.n), '{}'::jsonb) INTO v_own
+  FROM (
+    SELECT k.key AS webhook_id, sum(k.value::integer) AS n
+    FROM (SELECT coalesce(p_held, '{}'::jsonb) AS counts UNION ALL SELECT u.value FROM jsonb_each(v_unseen) u) s,
+      jsonb_each_text(s.counts) k
+    GROUP BY 1 HAVING sum(k.value::integer) > 0
+  ) c;
+
+  SELECT f.by_webhook, f.by_origin, f.by_account INTO v_by_webhook, v_by_origin, v_by_account
+  FROM hooklane_lane_in_flight(v_now, p_worker, v_own) f;
+
+  IF p_only_ids IS NOT NULL THEN
+    v_offer := hooklane_offered_dispatches(p_only_ids, v_now, v_cursor);
+    v_offer_hooks := v_offer.hooks;
+    v_offer_earliest := v_offer.earliest;
+    v_offer_ids := v_offer.due;
+  END IF;
+
+  LOOP
+    EXIT WHEN v_taken >= p_limit OR v_steps >= p_max_steps;
+    IF p_only IS NOT NULL THEN
+      IF v_steps > 0 THEN v_complete := true; EXIT; END IF;
+      SELECT d.webhook_id, d.next_attempt_at INTO v_hook, v_earliest FROM webhook_dispatch d
+      WHERE d.id = p_only AND d.status IN ('pending', 'error');
+      IF NOT FOUND THEN v_complete := true; EXIT; END IF;
+    ELSIF p_only_ids IS NOT NULL THEN
+      -- The next webhook of the given dispatches, in webhook order, once each (no wrap).
+      v_offer_at := v_offer_at + 1;
+      IF v_offer_at > cardinality(v_offer_hooks) THEN v_complete := true; EXIT; END IF;
+      v_hook := v_offer_hooks[v_offer_at];
+      v_earliest := v_offer_earliest[v_offer_at];
+      v_cursor := v_hook;
+    ELSE
+      -- The next webhook with open dispatches, and its earliest one (the index's first entry).
+      SELECT n.webhook_id, n.next_attempt_at INTO v_hook, v_earliest FROM hooklane_next_open_webhook(v_cursor) n;
+      IF v_hook IS NULL THEN
+        IF v_wrapped THEN v_complete := true; EXIT; END IF;
+        v_wrapped := true;
+        v_cursor := '';
+        CONTINUE;
+      END IF;
+      IF v_wrapped AND v_after <> '' AND v_hook > v_after THEN v_complete := true; EXIT; END IF;
+      v_cursor := v_hook;
+    END IF;
+    v_steps := v_steps + 1;
+
+    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.secret_sealed,
+      wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
+      wh.rate_refilled_at, wh.breaker_open_until
+    INTO w FROM webhook wh WHERE wh.id = v_hook;
+    IF NOT FOUND OR w.status <> 'active' THEN CONTINUE; END IF;
+    IF v_earliest > v_now THEN
+      v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM v_earliest - v_now) * 1000);
+      CONTINUE;
+    END IF;
+
+    v_probe := false;
+    IF w.breaker_open_until IS NOT NULL THEN
+      IF w.breaker_open_until > v_now THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM w.breaker_open_until - v_now) * 1000);
+        CONTINUE;
+      END IF;
+      v_probe := true;
+    END IF;
+
+    v_room := least(
+      p_limit - v_taken,
+      p_webhook_cap - coalesce((v_by_webhook ->> v_hook)::integer, 0),
+      p_origin_cap - coalesce((v_by_origin ->> w.origin)::integer, 0),
+      p_account_cap - coalesce((v_by_account ->> w.account_key)::integer, 0));
+    -- Room bounded by a cap rather than by what is left of this claim: a slot freed later means more to take.
+    v_cap_bound := v_room < p_limit - v_taken;
+    IF v_probe THEN v_room := least(v_room, 1); END IF;
+    IF w.rate_limit IS NOT NULL THEN
+      v_tokens := least(greatest(1, w.rate_limit / 10.0),
+        coalesce(w.rate_tokens, 1) +
+        extract(epoch FROM v_now - coalesce(w.rate_refilled_at, v_now)) * w.rate_limit);
+      IF v_tokens < 1 THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), (1 - v_tokens) / w.rate_limit * 1000);
+        CONTINUE;
+      END IF;
+      -- Tokens, not a cap, bound this turn: a freed slot would not let it take more.
+      IF floor(v_tokens)::integer <= v_room THEN v_cap_bound := false; END IF;
+      v_room := least(v_room, floor(v_tokens)::integer);
+    END IF;
+    IF v_room <= 0 THEN v_capped := true; CONTINUE; END IF;
+
+    -- Offered dispatches are taken from the list read above, not by walking the webhook's open ones: a webhook with
+    -- a backlog would otherwise be read past for every offer.
+    v_pick := CASE WHEN p_only_ids IS NOT NULL
+      THEN ARRAY(SELECT x.id FROM jsonb_array_elements_text(v_offer_ids -> v_hook) WITH ORDINALITY AS x(id, n)
+                 ORDER BY x.n LIMIT v_room) END;
+    WITH picked AS (
+      SELECT d.id FROM webhook_dispatch d
+      WHERE v_pick IS NULL AND d.webhook_id = v_hook AND d.status IN ('pending', 'error')
+        AND d.next_attempt_at <= v_now
+        AND (d.locked_until IS NULL OR d.locked_until < v_now)
+        AND (p_only IS NULL OR d.id = p_only)
+      ORDER BY d.next_attempt_at
+      LIMIT v_room
+      FOR UPDATE SKIP LOCKED
+    ), walked AS (
+      UPDATE webhook_dispatch d
+      SET locked_until = v_now + p_lease_ms * interval '1 millisecond', locked_by = p_worker
+      FROM picked WHERE d.id = picked.id
+      RETURNING d.id, d.event_id, d.event_type, d.webhook_id, d.account, d.payload, d.attempt_count
+    ), leased AS (
+      SELECT * FROM walked
+      UNION ALL
+      SELECT o.id, o.event_id, o.event_type, o.webhook_id, o.account, o.payload, o.attempt_count
+      FROM hooklane_lease_dispatches(v_pick, p_worker, v_now + p_lease_ms * interval '1 millisecond') o
+      WHERE v_pick IS NOT NULL
+    )
+    SELECT coalesce(jsonb_agg(jsonb_build_object(
+        'id', l.id, 'eventId', l.event_id, 'eventType', l.event_type, 'webhookId', l.webhook_id,
+        'account', l.account, 'payload', l.payload, 'attempt', l.attempt_count + 1, 'url', w.url,
+        'origin', w.origin, 'scheme', w.scheme, 'secretSealed', w.secret_sealed,
+        'previousSecretSealed', w.previous_secret_sealed,
+        'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe)), '[]'::jsonb),
+      count(*)
+    INTO v_got, v_n FROM leased l;
+
+    IF v_n < v_room AND p_only IS NULL AND p_only_ids IS NULL THEN
+      -- Fewer due rows than room: when does this webhook's next one fall due?
+      SELECT min(d.next_attempt_at) INTO v_next FROM webhook_dispatch d
+      WHERE d.webhook_id = v_hook AND d.status IN ('pending', 'error') AND d.next_attempt_at > v_now;
+      IF v_next IS NOT NULL THEN
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), extract(epoch FROM v_next - v_now) * 1000);
+      END IF;
+    END IF;
+    CONTINUE WHEN v_n = 0;
+
+    IF v_n = v_room AND v_cap_bound AND NOT v_probe THEN v_capped := true; END IF;
+    v_rows := v_rows || v_got;
+    v_taken := v_taken + v_n;
+    v_by_webhook := jsonb_set(v_by_webhook, ARRAY[v_hook],
+      to_jsonb(coalesce((v_by_webhook ->> v_hook)::integer, 0) + v_n));
+    v_by_origin := jsonb_set(v_by_origin, ARRAY[w.origin],
+      to_jsonb(coalesce((v_by_origin ->> w.origin)::integer, 0) + v_n));
+    v_by_account := jsonb_set(v_by_account, ARRAY[w.account_key],
+      to_jsonb(coalesce((v_by_account ->> w.account_key)::integer, 0) + v_n));
+    v_own := jsonb_set(v_own, ARRAY[v_hook], to_jsonb(coalesce((v_own ->> v_hook)::integer, 0) + v_n));
+    v_took := jsonb_set(v_took, ARRAY[v_hook], to_jsonb(coalesce((v_took ->> v_hook)::integer, 0) + v_n));
+    IF w.rate_limit IS NOT NULL THEN
+      v_tokens_left := v_tokens_left || jsonb_build_object(v_hook, v_tokens - v_n);
+      IF v_n = v_room AND NOT v_cap_bound THEN
+        -- Its tokens ran out this turn: the claim says when the next one is in.
+        v_wait_ms := least(coalesce(v_wait_ms, 'Infinity'), greatest(0, 1 - (v_tokens - v_n)) / w.rate_limit * 1000);
+      END IF;
+    END IF;
+    IF v_probe THEN
+      -- One probe at a time: the breaker stays shut to others until it is recorded (or its lease runs out).
+      v_probed := v_probed || v_hook;
+    END IF;
+  END LOOP;
+
+  -- The webhooks whose rate tokens or breaker this claim changed, written once the walk is over and locked in id
+  -- order, as the record statement locks them: a walk that wrapped around would otherwise lock a later webhook
+  -- before an earlier one, and could deadlock with a record statement holding the earlier.
+  IF v_tokens_left <> '{}'::jsonb OR cardinality(v_probed) > 0 THEN
+    PERFORM 1 FROM webhook wh
+    WHERE wh.id IN (SELECT jsonb_object_keys(v_tokens_left) UNION SELECT unnest(v_probed))
+    ORDER BY wh.id
+    FOR NO KEY UPDATE;
+    -- A probe shuts the breaker to others only if it is still the breaker the walk saw, ended: one a record statement
+    -- closed (null) or opened again meanwhile stays as that statement left it.
+    UPDATE webhook wh
+    SET rate_tokens = coalesce((v_tokens_left ->> wh.id)::double precision, wh.rate_tokens),
+        rate_refilled_at = CASE WHEN v_tokens_left ? wh.id THEN v_now ELSE wh.rate_refilled_at END,
+        breaker_open_until = CASE WHEN wh.id = ANY (v_probed) AND wh.breaker_open_until <= v_now
+                                  THEN v_now + p_lease_ms * interval '1 millisecond'
+                                  ELSE wh.breaker_open_until END
+    WHERE wh.id IN (SELECT jsonb_object_keys(v_tokens_left) UNION SELECT unnest(v_probed));
+  END IF;
+
+  -- What this worker has in flight now, for the next claim of any worker; still under the lock.
+  IF v_took <> '{}'::jsonb THEN
+    v_kept := v_kept || jsonb_build_object(p_claim::text, v_took);
+  END IF;
+  IF v_own = '{}'::jsonb AND v_kept = '{}'::jsonb THEN
+    DELETE FROM webhook_lane_in_flight b WHERE b.worker = p_worker;
+  ELSE
+    INSERT INTO webhook_lane_in_flight AS b (worker, until, by_webhook, recent)
+    VALUES (p_worker, v_now + p_lease_ms * interval '1 millisecond', v_own, v_kept)
+    ON CONFLICT (worker) DO UPDATE SET until = excluded.until, by_webhook = excluded.by_webhook,
+      recent = excluded.recent;
+  END IF;
+
+  RETURN jsonb_build_object(
+    'rows', v_rows,
+    'cursor', v_cursor,
+    'waitMs', CASE
+      WHEN v_taken >= p_limit OR NOT v_complete THEN 0
+      WHEN v_capped THEN least(coalesce(v_wait_ms, p_recheck_ms), p_recheck_ms)
+      WHEN v_wait_ms = 'Infinity' THEN NULL
+      ELSE v_wait_ms END);
+END;
+$$;
