@@ -75,3 +75,30 @@ it("walks to the next open webhook through its index even when the statistics sa
   // The first open entry after the cursor, and nothing before it but finished rows' dead entries: none here.
   expect(walked.reads.webhook_dispatch_webhook_due_idx).toBeLessThanOrEqual(2);
 });
+
+it("walks a webhook's due rows through its own index, reading only the rows it leases", async () => {
+  // The trap: with the webhook a parameter, the plan kept for the session (or one made on these statistics) read
+  // the due-time index past every other webhook's open rows, or every open row of the webhook, to lease 16.
+  const claim = (after: string, n: number) =>
+    indexReads(`
+      select jsonb_path_query_array(
+        hooklane_claim_dispatches('w1', 16, 30000, '${after}', null, 16, 1000, 1000, 1, 250, '{}', ${n}, '{}', null),
+        '$.rows[*].id') as ids
+    `);
+  // Plans made on the first calls and the one kept after them (PL/pgSQL plans anew for five calls).
+  for (let n = 1; n <= 8; n++) {
+    const after = `wh_${String(n + 1).padStart(2, "0")}`;
+    const webhook = `wh_${String(n + 2).padStart(2, "0")}`;
+    const { rows, reads } = await claim(after, n);
+    const { rows: earliest } = await client.query<{ id: string }>(
+      `select id from webhook_dispatch where webhook_id = $1 and status = 'pending'
+       order by next_attempt_at, id limit 16`,
+      [webhook],
+    );
+    expect((rows[0] as { ids: string[] }).ids.sort()).toEqual(earliest.map((row) => row.id).sort());
+    expect(reads.webhook_dispatch_due_idx).toBe(0);
+    expect(reads.webhook_dispatch_webhook_created_idx).toBe(0);
+    // The next open webhook's first entry, then its 16 due rows.
+    expect(reads.webhook_dispatch_webhook_due_idx).toBeLessThanOrEqual(17);
+  }
+});
