@@ -12,9 +12,11 @@ import type { PostgresTransport } from "./postgres-transport.ts";
 const CAPPED_RECHECK_MS = 250;
 /**
  * A record statement has a fixed cost about that of recording ten attempts, so while other attempts are still
- * running a small batch waits for them to join it, up to this long. Nothing waits on the record: the subscriber
- * has its POST and the slot under the caps is free already. Only the ledger shows the attempt later, and a worker
- * that dies meanwhile leaves the row leased, to be attempted again, as it would a moment earlier.
+ * running, or a claim of this worker (its route stage's or its deliver loop's) is about to hand it more, a small
+ * batch waits for them to join it, up to this long. Nothing waits on the record: the subscriber has its POST and
+ * the slot under the caps is free already. Only the ledger shows the attempt later, and a worker that dies
+ * meanwhile leaves the row leased, to be attempted again, as it would a moment earlier. A lone attempt, with
+ * nothing running and no claim under way, is recorded at once.
  */
 const RECORD_LINGER_MS = 20;
 const RECORD_LINGER_BELOW = 32;
@@ -91,8 +93,12 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const attempting = new Map<string, number>();
   /** Ends the wait of a small batch for the attempts still running, when there is one. */
   let lingering: (() => void) | undefined;
+  /** Claims of this worker started and not yet settled: each may hand this loop attempts to run. */
+  let claiming = 0;
+  /** More attempts are running, or a claim under way may start some: a small batch has company coming. */
+  const joinersLikely = () => attempting.size > 0 || claiming > 0;
   const batchJoined = () => {
-    if (lingering && (attempting.size === 0 || completed.length >= RECORD_LINGER_BELOW)) lingering();
+    if (lingering && (!joinersLikely() || completed.length >= RECORD_LINGER_BELOW)) lingering();
   };
   let lastClaim = 0;
   /**
@@ -103,8 +109,14 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   let claimsSettled: Promise<unknown> = Promise.resolve();
 
   function claimTicket<T>(claim: (ticket: ClaimTicket) => Promise<T>): Promise<T> {
+    claiming++;
     const run = claimsSettled.then(() => claim({ held: Object.fromEntries(attempting), claim: ++lastClaim }));
     claimsSettled = run.catch(() => undefined);
+    // What it leased has been handed over (or nothing was): a waiting batch with no company left goes now.
+    void claimsSettled.then(() => {
+      claiming--;
+      batchJoined();
+    });
     return run;
   }
 
@@ -178,7 +190,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   async function flush(): Promise<void> {
     let failures = 0;
     while (completed.length > 0) {
-      if (completed.length < RECORD_LINGER_BELOW && attempting.size > 0 && options.running()) {
+      if (completed.length < RECORD_LINGER_BELOW && joinersLikely() && options.running()) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => lingering?.(), RECORD_LINGER_MS);
           lingering = () => {
