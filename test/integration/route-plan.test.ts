@@ -4,6 +4,7 @@ import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { enqueueRouteJob, routeJobs } from "../../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { createTestDatabase } from "../support/postgres.ts";
+import { routeStatementOptions } from "../support/route-statement.ts";
 
 // Routing keeps one plan per connection for finding an event's webhooks. Made while there were a handful, that plan
 // used to read every webhook for every event routed afterwards (migrations 0025 and 0026).
@@ -44,16 +45,7 @@ const message = (n: string) => ({
 });
 
 /** The route loop's statement as worker w1 runs it, leasing none of the new dispatches. */
-const routeOptions = {
-  workerId: "w1",
-  limit: 10,
-  routeLeaseMs: 60_000,
-  rulesJson: ROUTE_RULES_JSON,
-  claimLimit: 0,
-  leaseMs: 60_000,
-  caps: { perWebhook: 100, perOrigin: 100, perAccount: 100 },
-  largeFanOut: 1_000,
-};
+const routeOptions = routeStatementOptions();
 
 /** Routes one event alone, as the shared consumer does: the ids of the dispatches it created. */
 async function routeOne(db: Database, n: string): Promise<number> {

@@ -1,18 +1,18 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pgliteFactory } from "../../../test/support/harness.ts";
+import { ROUTE_TEST_CAPS, routeStatementOptions } from "../../../test/support/route-statement.ts";
 import { catalogueByInternal } from "../../webhook/catalogue/webhook-event-catalogue.ts";
 import { eventTypeRow } from "../../webhook/catalogue/catalogue-sync.ts";
 import { buildEventBody } from "../../webhook/outbound/webhook-event-body.ts";
 import { routeMessageSchema } from "../../webhook/outbound/webhook-out-queue-registrations.ts";
-import { ROUTE_RULES_JSON, routeRule } from "../../webhook/outbound/webhook-out-route.handler.ts";
+import { routeRule } from "../../webhook/outbound/webhook-out-route.handler.ts";
 import type { Database } from "../client.ts";
 import { webhookEventType } from "../schema.ts";
 import { insertDispatches } from "./insert-dispatches.ts";
 import { enqueueRouteJob, routeJobs, type RouteJobsOptions } from "./route-jobs.ts";
 
 let database: Database;
-const CAPS = { perWebhook: 100, perOrigin: 100, perAccount: 100 };
 
 beforeAll(async () => {
   ({ database } = await pgliteFactory());
@@ -29,18 +29,7 @@ afterAll(async () => {
 });
 
 /** Routes due route jobs as worker w1: by default ten at most, leasing none of the new dispatches. */
-const routeAll = (options: Partial<RouteJobsOptions> = {}) =>
-  routeJobs(database, {
-    workerId: "w1",
-    limit: 10,
-    routeLeaseMs: 60_000,
-    rulesJson: ROUTE_RULES_JSON,
-    claimLimit: 0,
-    leaseMs: 60_000,
-    caps: CAPS,
-    largeFanOut: 1_000,
-    ...options,
-  });
+const routeAll = (options: Partial<RouteJobsOptions> = {}) => routeJobs(database, routeStatementOptions(options));
 
 const message = (resourceId: string, eventId: string) => ({
   eventId,
@@ -283,7 +272,7 @@ describe("the route statement's hand-off", () => {
   it("leases a batch's new dispatches under the caps, each webhook's earliest first", () =>
     withTwoMoreWebhooks(async () => {
       for (const n of [1, 2]) await enqueueRouteJob(database, message("acc_1", `evt_cap_batch_000${n}`));
-      const routed = await routeAll({ claimLimit: 10, caps: { ...CAPS, perWebhook: 1 } });
+      const routed = await routeAll({ claimLimit: 10, caps: { ...ROUTE_TEST_CAPS, perWebhook: 1 } });
       // Two events, three webhooks each: one in flight per webhook, the first event's; the rest wait.
       expect(routed).toMatchObject({ found: 2, routed: [3, 3], dispatches: 6 });
       expect(routed.leased.map((d) => `${d.webhookId} ${d.eventId}`).sort()).toEqual([
