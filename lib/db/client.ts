@@ -39,6 +39,21 @@ export interface Database {
    */
   beforeCommit(query: SQL, name?: string): Promise<void>;
   /**
+   * Inside a transaction, before its last `statements` statements: on
+   * node-postgres, COMMIT (with the `beforeCommit` statements and the NOTIFY)
+   * leaves in their write, right behind them, so the transaction costs one
+   * write and one round trip. They must be issued together (in one run of
+   * microtasks, as `Promise.all` does) and nothing may run after them;
+   * otherwise COMMIT simply goes at the end. Elsewhere it does nothing.
+   */
+  commitAfter(statements: number): void;
+  /**
+   * Whether this is a pipelined transaction (node-postgres): `beforeCommit`
+   * statements wait for COMMIT and `commitAfter` sends it early. Elsewhere
+   * `beforeCommit` runs its statement at once.
+   */
+  readonly pipelined: boolean;
+  /**
    * Inside a transaction: wakes LISTENers on `channel` once it commits. On
    * node-postgres concurrent transactions share their NOTIFYs (at most one on
    * its way per channel, see NotifyCoalescer): every commit is followed by a
@@ -202,6 +217,7 @@ interface FacadeParts {
   /** Replaces drizzle's transactions (pipelined ones, or savepoints inside one). */
   transaction?: Database["transaction"];
   beforeCommit?: Database["beforeCommit"];
+  commitAfter?: Database["commitAfter"];
   notifyAtCommit?: Database["notifyAtCommit"];
 }
 
@@ -221,13 +237,15 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
     return ((await session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute()) as { rows: T[] })
       .rows;
   };
-  const { transaction: _t, beforeCommit: _b, notifyAtCommit: _n, ...shared } = parts;
+  const { transaction: _t, beforeCommit: _b, commitAfter: _c, notifyAtCommit: _n, ...shared } = parts;
   return {
     db,
     kind,
     rows,
     transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
     beforeCommit: parts.beforeCommit ?? (async (query, name) => void (await rows(query, name))),
+    commitAfter: parts.commitAfter ?? (() => {}),
+    pipelined: parts.commitAfter !== undefined,
     notifyAtCommit:
       parts.notifyAtCommit ?? (async (channel) => void (await rows(sql`select pg_notify(${channel}, '')`))),
     listen: parts.listen,
@@ -322,6 +340,9 @@ function pipelinedTransactions(
         },
         async beforeCommit(query, name) {
           link.beforeCommit(query, name);
+        },
+        commitAfter(statements) {
+          link.commitAfter(statements);
         },
         async notifyAtCommit(channel) {
           link.notifyAtCommit(channel);

@@ -11,7 +11,9 @@ import type pg from "pg";
  * go out before the one ahead of it is answered), and the statements queued
  * with `beforeCommit` in the same write as COMMIT. The statements, their
  * order and the server's answers are those of an ordinary transaction; only
- * the waits between them are gone.
+ * the waits between them are gone. A transaction that knows its last
+ * statements ahead (`commitAfter`) sends COMMIT in their write: BEGIN, the
+ * statements, the queued ones and COMMIT in one.
  */
 export interface PipelinedLink {
   /** What drizzle calls: the first statement of a transaction carries its BEGIN. */
@@ -112,6 +114,10 @@ export class TransactionLink implements PipelinedLink {
   readonly #notifier: (channel: string) => NotifyCoalescer;
   #notify = new Set<string>();
   #held = false;
+  /** Statements still to come before COMMIT is sent with them (`commitAfter`); 0 when none is awaited. */
+  #commitAfter = 0;
+  /** COMMIT already sent (`commitAfter`): what `commit()` waits for, and what ends the transaction. */
+  #committing: Promise<void> | undefined;
 
   constructor(client: pg.PoolClient, onStatement: () => void, notifier: (channel: string) => NotifyCoalescer) {
     this.#client = client as PipelinedClient;
@@ -126,6 +132,8 @@ export class TransactionLink implements PipelinedLink {
     this.#begun = undefined;
     this.#atCommit = [];
     this.#notify.clear();
+    this.#commitAfter = 0;
+    this.#committing = undefined;
   }
 
   /** Whether BEGIN went out (and so the transaction must end with COMMIT or ROLLBACK). */
@@ -134,9 +142,31 @@ export class TransactionLink implements PipelinedLink {
   }
 
   query(config: unknown, values?: unknown): Promise<unknown> {
+    if (this.#committing)
+      return Promise.reject(new Error("the transaction's COMMIT is sent: no statement may follow it"));
     this.#holdWrites();
     if (this.#beginPending) this.#begin();
-    return this.#client.query(config as pg.QueryConfig, values as unknown[]);
+    const result = this.#client.query(config as pg.QueryConfig, values as unknown[]);
+    if (this.#commitAfter > 0 && --this.#commitAfter === 0) {
+      this.#committing = this.#sendCommit();
+      // Its failure is `commit()`'s to report; never an unhandled rejection.
+      this.#committing.catch(() => {});
+    }
+    return result;
+  }
+
+  /**
+   * Sends COMMIT, with the statements queued for it, right behind the next
+   * `statements` statements and in their write: the transaction's last ones,
+   * whose answers the caller then awaits as usual. Nothing may run after them
+   * (a statement would be refused) and `commit()` only waits for the answer.
+   * If fewer arrive before the write leaves (the end of the current run of
+   * microtasks), nothing changes: COMMIT goes when `commit()` is called.
+   */
+  commitAfter(statements: number): void {
+    if (this.#committing || statements < 1) return;
+    this.#commitAfter = statements;
+    this.#holdWrites();
   }
 
   /**
@@ -151,6 +181,8 @@ export class TransactionLink implements PipelinedLink {
     stream.cork();
     process.nextTick(() => {
       this.#held = false;
+      // Statements awaited by `commitAfter` that did not come with this write: COMMIT waits for `commit()`.
+      this.#commitAfter = 0;
       stream.uncork();
     });
   }
@@ -175,7 +207,13 @@ export class TransactionLink implements PipelinedLink {
    * a ROLLBACK (a statement before it had failed): nothing was committed then.
    */
   async commit(): Promise<void> {
+    if (this.#committing) return this.#committing;
     if (!this.opened && this.#atCommit.length === 0 && this.#notify.size === 0) return;
+    return this.#corked(() => this.#sendCommit());
+  }
+
+  /** Sends the queued statements, the NOTIFY the transaction claims and COMMIT; resolves once committed. */
+  async #sendCommit(): Promise<void> {
     const carried: Array<{ notifier: NotifyCoalescer; mark: number }> = [];
     const quiet: NotifyCoalescer[] = [];
     for (const channel of this.#notify) {
@@ -190,16 +228,14 @@ export class TransactionLink implements PipelinedLink {
     this.#notify.clear();
     let committed = false;
     try {
-      const sent = this.#corked(() => {
-        if (this.#beginPending) this.#begin();
-        const statements = this.#atCommit.map(({ name, text, values }) => {
-          this.#onStatement();
-          return name === undefined ? this.#client.query(text, values) : this.#client.query({ name, text, values });
-        });
-        this.#atCommit = [];
+      if (this.#beginPending) this.#begin();
+      const statements = this.#atCommit.map(({ name, text, values }) => {
         this.#onStatement();
-        return [this.#begun, ...statements, this.#client.query("commit")];
+        return name === undefined ? this.#client.query(text, values) : this.#client.query({ name, text, values });
       });
+      this.#atCommit = [];
+      this.#onStatement();
+      const sent = [this.#begun, ...statements, this.#client.query("commit")];
       const settled = await Promise.allSettled(sent);
       const failed = settled.find((result) => result.status === "rejected");
       if (failed) throw failed.reason;
@@ -217,6 +253,9 @@ export class TransactionLink implements PipelinedLink {
     this.#atCommit = [];
     this.#notify.clear();
     this.#beginPending = false;
+    this.#commitAfter = 0;
+    // COMMIT went out already: the transaction ends with its answer (ROLLBACK when a statement failed).
+    if (this.#committing) return void (await this.#committing.catch(() => {}));
     if (!this.opened) return;
     this.#onStatement();
     await this.#client.query("rollback");
@@ -227,6 +266,8 @@ export class TransactionLink implements PipelinedLink {
     this.#client.pipeline = false;
     this.#beginPending = false;
     this.#begun = undefined;
+    this.#commitAfter = 0;
+    this.#committing = undefined;
   }
 
   #begin(): void {

@@ -3,6 +3,7 @@ import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { createTestDatabase } from "../support/postgres.ts";
+import { countSocketWrites } from "../support/socket-writes.ts";
 
 // Transactions on node-postgres send BEGIN with their first statement and the
 // `beforeCommit` statements with COMMIT: the outcomes must be an ordinary transaction's.
@@ -140,4 +141,104 @@ describe("pipelined transactions on PostgreSQL", () => {
     });
     expect(database.queryCount - before).toBe(3);
   });
+
+  describe("with its last statements announced (commitAfter)", () => {
+    const port = () => Number(new URL(created.url).port || 5432);
+
+    it("sends BEGIN, the statements, the ones queued for the commit and COMMIT in one write", async () => {
+      const writes = countSocketWrites(port());
+      try {
+        await database.transaction(async (tx) => {
+          await tx.beforeCommit(sql`insert into pipelined_probe values ('queued')`);
+          tx.commitAfter(2);
+          await Promise.all([
+            tx.rows(sql`insert into pipelined_probe values ('a')`),
+            tx.rows(sql`insert into pipelined_probe values ('b')`),
+          ]);
+        });
+        expect(writes.count()).toBe(1);
+      } finally {
+        writes.stop();
+      }
+      expect(await values()).toEqual(["a", "b", "queued"]);
+      // The same transaction told nothing ahead: its statements' write, then the queued one's with COMMIT.
+      const ordinary = countSocketWrites(port());
+      try {
+        await database.transaction(async (tx) => {
+          await tx.beforeCommit(sql`insert into pipelined_probe values ('queued2')`);
+          await Promise.all([
+            tx.rows(sql`insert into pipelined_probe values ('c')`),
+            tx.rows(sql`insert into pipelined_probe values ('d')`),
+          ]);
+        });
+        expect(ordinary.count()).toBe(2);
+      } finally {
+        ordinary.stop();
+      }
+    });
+
+    it("commits nothing when one of those statements fails, and reports it", async () => {
+      const failed = database.transaction(async (tx) => {
+        await tx.beforeCommit(sql`insert into pipelined_probe values ('queued')`);
+        tx.commitAfter(2);
+        await Promise.all([
+          tx.rows(sql`insert into pipelined_probe values ('a')`),
+          tx.rows(sql`insert into pipelined_probe values ('a')`), // a duplicate key
+        ]);
+      });
+      expect(
+        causeOf(
+          await failed.then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+        ),
+      ).toMatch(/duplicate key/);
+      expect(await values()).toEqual([]);
+      // The connection went back clean.
+      await database.transaction(async (tx) => {
+        await tx.rows(sql`insert into pipelined_probe values ('after')`);
+      });
+      expect(await values()).toEqual(["after"]);
+    });
+
+    it("commits at the end as usual when fewer statements come in that write", async () => {
+      await database.transaction(async (tx) => {
+        tx.commitAfter(2);
+        await tx.rows(sql`insert into pipelined_probe values ('a')`);
+        // In a later write: COMMIT did not go with the first, so this one still belongs to the transaction.
+        await tx.rows(sql`insert into pipelined_probe values ('b')`);
+        await tx.beforeCommit(sql`insert into pipelined_probe values ('queued')`);
+      });
+      expect(await values()).toEqual(["a", "b", "queued"]);
+    });
+
+    it("refuses a statement after the COMMIT went, and the transaction ends with that COMMIT's answer", async () => {
+      const refused = database.transaction(async (tx) => {
+        tx.commitAfter(1);
+        await tx.rows(sql`insert into pipelined_probe values ('a')`);
+        await tx.rows(sql`insert into pipelined_probe values ('late')`);
+      });
+      expect(
+        causeOf(
+          await refused.then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+        ),
+      ).toMatch(/COMMIT is sent/);
+      // What ran before the COMMIT is committed; the late statement never reached the server.
+      expect(await values()).toEqual(["a"]);
+      const [row] = await database.rows<{ open: boolean }>(
+        sql`select pg_current_xact_id_if_assigned() is not null as open`,
+      );
+      expect(row!.open).toBe(false);
+    });
+  });
 });
+
+/** The message of what failed: drizzle wraps a driver's error in "Failed query: …" with it as the cause. */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: unknown } | undefined)?.cause ?? error;
+  return cause instanceof Error ? cause.message : String(cause);
+}
