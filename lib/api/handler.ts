@@ -44,6 +44,10 @@ export interface HandlerOptions {
  * request), running nothing and publishing nothing; otherwise the 2xx is
  * stored in the same transaction, so it survives a crash after the commit.
  *
+ * A route that knows its last statements and the id of the resource they
+ * create (`lastStatements()`) has the message written ahead of them, and
+ * COMMIT goes in their write: the whole request is one round trip.
+ *
  * Work registered with `afterCommit()` runs once the 2xx is committed.
  */
 export function handler(fn: (c: ApiContext) => Promise<Response> | Response, options: HandlerOptions = {}) {
@@ -63,14 +67,34 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
         return answer;
       }
       let receipt: RouteReceipt | undefined;
+      let publishedAhead: string | undefined;
       const response = await database.transaction(async (tx) => {
         c.set("database", tx);
         const earlier = idempotent && (await earlierAnswer(c, tx, idempotent, secrets));
         if (earlier) throw new RollbackWith(earlier);
+        // Only where the message waits for COMMIT: written at once, its owner would be read before the row exists.
+        // An idempotent request stores its answer after the handler's statements, so its COMMIT cannot go with them.
+        if (entry && !idempotent && entry.idFrom.source === "body" && publisher.publishesAhead(tx)) {
+          c.set("publishAhead", async (resourceId, statements) => {
+            receipt = await publisher.publish(tx, entry, {
+              method: c.req.method,
+              route: c.req.routePath,
+              params: {},
+              body: { [entry.idFrom.name]: resourceId },
+            });
+            publishedAhead = resourceId;
+            tx.commitAfter(statements);
+          });
+        }
         const answer = await fn(c);
         if (answer.status < 200 || answer.status >= 300) throw new RollbackWith(answer);
         const published = c.get("published");
-        if (entry && published) {
+        if (entry && published && publishedAhead !== undefined) {
+          const answered = (published as Record<string, unknown>)[entry.idFrom.name];
+          if (answered !== publishedAhead) {
+            throw new Error(`${entry.internal}: published ahead for ${publishedAhead}, answered ${String(answered)}`);
+          }
+        } else if (entry && published) {
           receipt = await publisher.publish(tx, entry, {
             method: c.req.method,
             route: c.req.routePath,
@@ -111,6 +135,30 @@ async function runAfterCommit(c: ApiContext, tasks: readonly AfterCommit[]): Pro
       (c.get("log") ?? c.get("hooklane").logger)?.warn({ err: error }, "a task after the commit failed");
     }
   }
+}
+
+/**
+ * Issues a route's last statements (`send`, which must issue `statements`
+ * statements at once, e.g. with `Promise.all`, and nothing after them), which
+ * create the resource `resourceId`, the one the route's 2xx will answer with.
+ * When the answer publishes an event, its message is written ahead of them
+ * and COMMIT leaves with them: one write and one round trip for the whole
+ * request. Anything else that runs after they are issued must not fail, for
+ * the transaction commits once they succeed. Otherwise (nobody listens, an
+ * `Idempotency-Key`, a driver that cannot) the statements simply run.
+ */
+export async function lastStatements<T>(
+  c: ApiContext,
+  resourceId: string,
+  statements: number,
+  send: () => Promise<T>,
+): Promise<T> {
+  const ahead = c.get("publishAhead");
+  if (ahead) {
+    c.set("publishAhead", undefined);
+    await ahead(resourceId, statements);
+  }
+  return send();
 }
 
 /**

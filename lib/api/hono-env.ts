@@ -19,6 +19,8 @@ export interface HooklaneEnv {
     database: Database;
     /** What `ok()` answered with, for the publisher. */
     published: unknown;
+    /** Set by `handler()` when the request's event can be written ahead of its last statements (`lastStatements()`). */
+    publishAhead: ((resourceId: string, statements: number) => Promise<void>) | undefined;
     /** Origins that may frame this answer (a portal session's); `'none'` when unset. */
     frameAncestors: string[] | undefined;
     /** Work to run once the request's 2xx is committed (`afterCommit()`). */

@@ -1,11 +1,11 @@
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import { ok, type ApiContext } from "../../../lib/api/handler.ts";
+import { lastStatements, ok, type ApiContext } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { generalAddress, type GeneralAddress } from "../../../lib/db/schema.ts";
-import { changesSomething, deleted, deletedSchema, idParams } from "./resource-fields.ts";
+import { changesSomething, deleted, deletedSchema, idParams, newRowId } from "./resource-fields.ts";
 
 const EXAMPLE = {
   id: "addr_9d8c7b6a5f4e4d3c2b1a0f9e8d7c6b5a",
@@ -76,7 +76,14 @@ export function addGeneralAddressRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new address.", schema: generalAddressSchema } },
     },
     async (c, { body }) => {
-      const [row] = await c.get("database").db.insert(generalAddress).values(body).returning();
+      const id = newRowId("addr");
+      const [row] = await lastStatements(c, id, 1, () =>
+        c
+          .get("database")
+          .db.insert(generalAddress)
+          .values({ ...body, id })
+          .returning(),
+      );
       return ok(c, presentGeneralAddress(row!), 201);
     },
   );

@@ -70,6 +70,7 @@ const insertPaymentDebt = preparedPerDatabase((db) =>
   db
     .insert(paymentDebt)
     .values({
+      id: sql.placeholder("id"),
       account: sql.placeholder("account"),
       amount: sql.placeholder("amount"),
       currency: sql.placeholder("currency"),
@@ -100,8 +101,9 @@ export function addPaymentDebtRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new payment debt.", schema: paymentDebtSchema } },
     },
     async (c, { body }) => {
-      const [row] = await insertForOwner(c, body.account, (owner) =>
-        insertPaymentDebt(c.get("database").db).execute({
+      const [row] = await insertForOwner(c, body.account, "pd", (db, owner, id) =>
+        insertPaymentDebt(db).execute({
+          id,
           account: owner,
           amount: body.amount,
           currency: body.currency,

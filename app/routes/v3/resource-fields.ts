@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { whenFieldsValid } from "../../../lib/api/validation-errors.ts";
 
@@ -12,6 +13,15 @@ export function deletedSchema<const O extends string>(object: O, schemaId: strin
   return z
     .strictObject({ id: z.string(), object: z.literal(object), deleted: z.literal(true) })
     .meta({ id: schemaId, examples: [{ id: exampleId, object, deleted: true }] });
+}
+
+/**
+ * A new row's id as the table's column default makes it, `prefix_` and a
+ * random UUID's 32 hex digits, for a route that names the row it creates
+ * before creating it (`lastStatements()`).
+ */
+export function newRowId(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll("-", "")}`;
 }
 
 export const deleted = <const O extends string>(object: O, id: string) => ({ id, object, deleted: true as const });

@@ -44,15 +44,18 @@ export async function resourceTestApi(): Promise<ResourceTestApi> {
   const database = await openDatabase({ pgliteDataDir: "memory://" });
   const published: ApiTransaction[] = [];
   // Everyone listens to everything: each published transaction is kept, and nothing is carried.
-  const publisher: Pick<ApiEventPublisher, "enabled" | "subscribedEvent" | "publish" | "committed"> = {
-    enabled: true,
-    subscribedEvent: async (method, route) => catalogueByRoute(method, route),
-    async publish(_tx, _entry, transaction) {
-      published.push(transaction);
-      return { message: {} as RouteMessage, jobId: 0 };
-    },
-    committed: () => {},
-  };
+  const publisher: Pick<ApiEventPublisher, "enabled" | "subscribedEvent" | "publish" | "publishesAhead" | "committed"> =
+    {
+      enabled: true,
+      subscribedEvent: async (method, route) => catalogueByRoute(method, route),
+      async publish(_tx, _entry, transaction) {
+        published.push(transaction);
+        return { message: {} as RouteMessage, jobId: 0 };
+      },
+      // Published once the route answered, with the answer's body, never ahead of its statements.
+      publishesAhead: () => false,
+      committed: () => {},
+    };
   const hooklane = { database, publisher } as unknown as Hooklane;
 
   const app = new Hono<HooklaneEnv>();

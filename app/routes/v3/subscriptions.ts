@@ -6,7 +6,7 @@ import { notFound } from "../../../lib/api/problem.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { subscription, subscriptionHistory, type Subscription } from "../../../lib/db/schema.ts";
 import { changesSomething, deleted, deletedSchema, idParams } from "./resource-fields.ts";
-import { owningAccount, requestedRow } from "./tenancy.ts";
+import { insertForOwner, requestedRow } from "./tenancy.ts";
 
 const SUBSCRIPTION_STATUSES = ["active", "paused", "canceled"] as const;
 
@@ -74,12 +74,12 @@ export function addSubscriptionRoutes(router: OperationRouter): void {
       responses: { 201: { description: "The new subscription.", schema: subscriptionSchema } },
     },
     async (c, { body }) => {
-      const owner = await owningAccount(c, body.account);
-      const [row] = await c
-        .get("database")
-        .db.insert(subscription)
-        .values({ ...body, account: owner })
-        .returning();
+      const [row] = await insertForOwner(c, body.account, "sub", (db, owner, id) =>
+        db
+          .insert(subscription)
+          .values({ ...body, id, account: owner })
+          .returning(),
+      );
       return ok(c, presentSubscription(row!), 201);
     },
   );

@@ -1,9 +1,11 @@
 import { and, eq, sql, type AnyColumn, type SQL } from "drizzle-orm";
-import type { ApiContext } from "../../../lib/api/handler.ts";
+import { lastStatements, type ApiContext } from "../../../lib/api/handler.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
 import type { Principal } from "../../../lib/auth/jwt.ts";
+import type { Database, Db } from "../../../lib/db/client.ts";
 import { preparedPerDatabase } from "../../../lib/db/prepared.ts";
 import { account } from "../../../lib/db/schema.ts";
+import { newRowId } from "./resource-fields.ts";
 
 /**
  * The condition that keeps a caller to its own account's rows; undefined (no
@@ -39,25 +41,40 @@ export async function owningAccount(c: ApiContext, requested: string | undefined
 }
 
 /**
- * Inserts a row of the account `owningAccount` names, with `insert(owner)`,
- * and returns its result. Inside the request's transaction (its 2xx
- * publishes) the account check and the insert go to the database together:
- * an insert for an account that does not exist fails on its foreign key,
- * and the 422 rolls everything back. Outside one they run one after the
- * other, so a failed check never leaves a row behind.
+ * Inserts a new row `prefix_…` of the account `owningAccount` names, with
+ * `insert(db, owner, id)`, and returns its result: the route's last
+ * statement, answered with the row. The account check and the insert go to
+ * the database together, in one transaction that COMMIT closes in the same
+ * write: the request's own when its 2xx publishes (with the event's message,
+ * `lastStatements()`), otherwise one of their own. The row's account column
+ * must reference `account`: an insert for an account that does not exist
+ * fails on that foreign key, the COMMIT is answered with ROLLBACK, and the
+ * 422 comes with nothing committed.
  */
 export async function insertForOwner<T>(
   c: ApiContext,
   requested: string | undefined,
-  insert: (owner: string) => Promise<T>,
+  prefix: string,
+  insert: (db: Db, owner: string, id: string) => Promise<T>,
 ): Promise<T> {
-  if (c.get("database") === c.get("hooklane").database) return insert(await owningAccount(c, requested));
-  const id = ownerOf(c, requested);
-  const [found, inserted] = await Promise.allSettled([accountExists(c.get("database").db).execute({ id }), insert(id)]);
-  if (found.status === "rejected") throw found.reason;
-  if (found.value.length === 0) throw noSuchAccount();
-  if (inserted.status === "rejected") throw inserted.reason;
-  return inserted.value;
+  const id = newRowId(prefix);
+  const owner = ownerOf(c, requested);
+  const checkAndInsert = async (tx: Database) => {
+    const [found, inserted] = await Promise.allSettled([
+      accountExists(tx.db).execute({ id: owner }),
+      insert(tx.db, owner, id),
+    ]);
+    if (found.status === "rejected") throw found.reason;
+    if (found.value.length === 0) throw noSuchAccount();
+    if (inserted.status === "rejected") throw inserted.reason;
+    return inserted.value;
+  };
+  const database = c.get("database");
+  if (database !== c.get("hooklane").database) return lastStatements(c, id, 2, () => checkAndInsert(database));
+  return database.transaction(async (tx) => {
+    tx.commitAfter(2);
+    return checkAndInsert(tx);
+  });
 }
 
 function ownerOf(c: ApiContext, requested: string | undefined): string {

@@ -33,6 +33,12 @@ export interface ApiEventPublisher {
    */
   publish(tx: Database, entry: CatalogueEntry, transaction: ApiTransaction): Promise<RouteReceipt>;
   /**
+   * Whether `publish` may be called before the statements that create the
+   * event's resource (`lastStatements()`): its message is then written with
+   * the COMMIT, after them, and reads the resource's owner as they left it.
+   */
+  publishesAhead(tx: Database): boolean;
+  /**
    * After commit: lets the transport carry what was written (a wake-up, or a
    * forward to a queue, kept alive past the response with `waitUntil`).
    */
@@ -90,6 +96,9 @@ export function createApiEventPublisher(deps: {
         stats.failed++;
         throw error;
       }
+    },
+    publishesAhead(tx) {
+      return deps.transport.routesAtCommit && tx.pipelined;
     },
     committed(receipt) {
       stats.published++;

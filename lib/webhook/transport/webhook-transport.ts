@@ -25,6 +25,13 @@ export interface WebhookTransport {
    * after the commit); without it the message is stored as it is.
    */
   enqueueRoute(tx: Database, message: RouteMessage, owner?: OwnerStrategy): Promise<RouteReceipt>;
+  /**
+   * Whether `enqueueRoute` writes with the COMMIT on a pipelined transaction:
+   * its statement then follows every statement of the mutation, so a message
+   * for a row the mutation is about to create can be written ahead of it
+   * (`lastStatements()`), its owner still read from that row.
+   */
+  readonly routesAtCommit: boolean;
   /** After the commit: wakes the route consumer, or forwards the message to the queue. */
   routeCommitted(receipt: RouteReceipt): Promise<void>;
   /** Hands freshly inserted dispatch rows to `webhook-out-deliver`. */

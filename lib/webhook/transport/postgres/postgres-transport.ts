@@ -30,6 +30,7 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     routeSignal,
     deliverSignal,
     sent,
+    routesAtCommit: true,
     async enqueueRoute(tx, message: RouteMessage, owner) {
       // Sent with the COMMIT (still inside the transaction, so the owner is read as the mutation left it): a failure
       // to write it fails the transaction, and nothing commits.

@@ -155,6 +155,8 @@ export function createVercelTransport(
         ROUTE_TOPIC,
         messages.map((message) => ({ payload: message, idempotencyKey: eventIdOf(message) })),
       ),
+    // The row is written at once: the forward after the commit needs its id.
+    routesAtCommit: false,
     async enqueueRoute(tx, message: RouteMessage, owner) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
       const job = await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs, owner });
