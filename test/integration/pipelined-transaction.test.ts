@@ -145,36 +145,30 @@ describe("pipelined transactions on PostgreSQL", () => {
   describe("with its last statements announced (commitAfter)", () => {
     const port = () => Number(new URL(created.url).port || 5432);
 
-    it("sends BEGIN, the statements, the ones queued for the commit and COMMIT in one write", async () => {
+    /** Two inserts and one queued for the commit, told ahead or not; returns the writes it took. */
+    const twoAndQueued = async (v: [string, string, string], ahead: boolean) => {
       const writes = countSocketWrites(port());
       try {
         await database.transaction(async (tx) => {
-          await tx.beforeCommit(sql`insert into pipelined_probe values ('queued')`);
-          tx.commitAfter(2);
+          await tx.beforeCommit(sql`insert into pipelined_probe values (${v[2]})`);
+          if (ahead) tx.commitAfter(2);
           await Promise.all([
-            tx.rows(sql`insert into pipelined_probe values ('a')`),
-            tx.rows(sql`insert into pipelined_probe values ('b')`),
+            tx.rows(sql`insert into pipelined_probe values (${v[0]})`),
+            tx.rows(sql`insert into pipelined_probe values (${v[1]})`),
           ]);
         });
-        expect(writes.count()).toBe(1);
+        return writes.count();
       } finally {
         writes.stop();
       }
+    };
+
+    it("sends BEGIN, the statements, the ones queued for the commit and COMMIT in one write", async () => {
+      expect(await twoAndQueued(["a", "b", "queued"], true)).toBe(1);
       expect(await values()).toEqual(["a", "b", "queued"]);
       // The same transaction told nothing ahead: its statements' write, then the queued one's with COMMIT.
-      const ordinary = countSocketWrites(port());
-      try {
-        await database.transaction(async (tx) => {
-          await tx.beforeCommit(sql`insert into pipelined_probe values ('queued2')`);
-          await Promise.all([
-            tx.rows(sql`insert into pipelined_probe values ('c')`),
-            tx.rows(sql`insert into pipelined_probe values ('d')`),
-          ]);
-        });
-        expect(ordinary.count()).toBe(2);
-      } finally {
-        ordinary.stop();
-      }
+      expect(await twoAndQueued(["c", "d", "queued2"], false)).toBe(2);
+      expect(await values()).toEqual(["a", "b", "c", "d", "queued", "queued2"]);
     });
 
     it("commits nothing when one of those statements fails, and reports it", async () => {
