@@ -87,13 +87,18 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
           });
         }
         const answer = await fn(c);
-        if (answer.status < 200 || answer.status >= 300) throw new RollbackWith(answer);
         const published = c.get("published");
-        if (entry && published && publishedAhead !== undefined) {
-          const answered = (published as Record<string, unknown>)[entry.idFrom.name];
-          if (answered !== publishedAhead) {
-            throw new Error(`${entry.internal}: published ahead for ${publishedAhead}, answered ${String(answered)}`);
+        if (entry && publishedAhead !== undefined) {
+          // COMMIT went with the route's last statements: an answer other than their 2xx is a route's bug, and
+          // what it answers no longer undoes anything.
+          const answered = (published as Record<string, unknown> | undefined)?.[entry.idFrom.name];
+          if (answer.status < 200 || answer.status >= 300 || answered !== publishedAhead) {
+            const problem = `answered ${answer.status} for ${String(answered)} after publishing ahead for ${publishedAhead}`;
+            c.get("log")?.error({ event: entry.internal }, `${problem}; its statements may have committed`);
+            throw new Error(`${entry.internal}: ${problem}`);
           }
+        } else if (answer.status < 200 || answer.status >= 300) {
+          throw new RollbackWith(answer);
         } else if (entry && published) {
           receipt = await publisher.publish(tx, entry, {
             method: c.req.method,
@@ -143,9 +148,11 @@ async function runAfterCommit(c: ApiContext, tasks: readonly AfterCommit[]): Pro
  * create the resource `resourceId`, the one the route's 2xx will answer with.
  * When the answer publishes an event, its message is written ahead of them
  * and COMMIT leaves with them: one write and one round trip for the whole
- * request. Anything else that runs after they are issued must not fail, for
- * the transaction commits once they succeed. Otherwise (nobody listens, an
- * `Idempotency-Key`, a driver that cannot) the statements simply run.
+ * request. Once they succeed the route must answer that 2xx, and nothing
+ * that runs after them may fail: the transaction has committed. Not inside a
+ * savepoint (`tx.transaction`), whose release would follow COMMIT. Otherwise
+ * (nobody listens, an `Idempotency-Key`, a driver that cannot) the statements
+ * simply run.
  */
 export async function lastStatements<T>(
   c: ApiContext,

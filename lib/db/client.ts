@@ -48,9 +48,9 @@ export interface Database {
    */
   commitAfter(statements: number): void;
   /**
-   * Whether this is a pipelined transaction (node-postgres): `beforeCommit`
-   * statements wait for COMMIT and `commitAfter` sends it early. Elsewhere
-   * `beforeCommit` runs its statement at once.
+   * Whether transactions here are pipelined (node-postgres): inside one,
+   * `beforeCommit` statements wait for COMMIT and `commitAfter` sends it
+   * early. Elsewhere `beforeCommit` runs its statement at once.
    */
   readonly pipelined: boolean;
   /**
@@ -196,7 +196,9 @@ async function openPooled(
   };
   const database = facade(kind, driver.drizzle(counter), {
     ...parts,
-    ...(driver.pipelined ? { transaction: pipelinedTransactions(pool, driver.pipelined, counter, kind, parts) } : {}),
+    ...(driver.pipelined
+      ? { transaction: pipelinedTransactions(pool, driver.pipelined, counter, kind, parts), pipelined: true }
+      : {}),
   });
   try {
     if (options.schema === "verify") await verifySchema(database);
@@ -219,6 +221,8 @@ interface FacadeParts {
   beforeCommit?: Database["beforeCommit"];
   commitAfter?: Database["commitAfter"];
   notifyAtCommit?: Database["notifyAtCommit"];
+  /** Transactions are pipelined (`Database.pipelined`). */
+  pipelined?: boolean;
 }
 
 /** What a named statement needs of a drizzle instance: its session (public in drizzle, marked internal) and dialect. */
@@ -237,7 +241,7 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
     return ((await session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute()) as { rows: T[] })
       .rows;
   };
-  const { transaction: _t, beforeCommit: _b, commitAfter: _c, notifyAtCommit: _n, ...shared } = parts;
+  const { transaction: _t, beforeCommit: _b, commitAfter: _c, notifyAtCommit: _n, pipelined: _p, ...shared } = parts;
   return {
     db,
     kind,
@@ -245,7 +249,7 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
     transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
     beforeCommit: parts.beforeCommit ?? (async (query, name) => void (await rows(query, name))),
     commitAfter: parts.commitAfter ?? (() => {}),
-    pipelined: parts.commitAfter !== undefined,
+    pipelined: parts.pipelined ?? false,
     notifyAtCommit:
       parts.notifyAtCommit ?? (async (channel) => void (await rows(sql`select pg_notify(${channel}, '')`))),
     listen: parts.listen,
@@ -344,6 +348,7 @@ function pipelinedTransactions(
         commitAfter(statements) {
           link.commitAfter(statements);
         },
+        pipelined: true,
         async notifyAtCommit(channel) {
           link.notifyAtCommit(channel);
         },

@@ -28,6 +28,8 @@ interface Corkable {
 
 const dialect = new PgDialect();
 
+const COMMIT_SENT = "the transaction's COMMIT is sent: nothing may follow it";
+
 /**
  * NOTIFYs on one channel from one process, shared by concurrent transactions.
  * PostgreSQL serialises every transaction that NOTIFYs on one lock held
@@ -142,8 +144,7 @@ export class TransactionLink implements PipelinedLink {
   }
 
   query(config: unknown, values?: unknown): Promise<unknown> {
-    if (this.#committing)
-      return Promise.reject(new Error("the transaction's COMMIT is sent: no statement may follow it"));
+    if (this.#committing) return Promise.reject(new Error(COMMIT_SENT));
     this.#holdWrites();
     if (this.#beginPending) this.#begin();
     const result = this.#client.query(config as pg.QueryConfig, values as unknown[]);
@@ -192,13 +193,20 @@ export class TransactionLink implements PipelinedLink {
    * connection parses and plans once (the same name must always carry the same SQL).
    */
   beforeCommit(query: SQL, name?: string): void {
+    this.#refuseAfterCommit();
     const { sql, params } = dialect.sqlToQuery(query);
     this.#atCommit.push({ name, text: sql, values: params });
   }
 
   /** Asks for a NOTIFY on `channel` once the transaction commits (see NotifyCoalescer). */
   notifyAtCommit(channel: string): void {
+    this.#refuseAfterCommit();
     this.#notify.add(channel);
+  }
+
+  /** Once COMMIT went (`commitAfter`), whatever was meant to go with it would be lost: refused instead. */
+  #refuseAfterCommit(): void {
+    if (this.#committing) throw new Error(COMMIT_SENT);
   }
 
   /**

@@ -211,6 +211,11 @@ describe("pipelined transactions on PostgreSQL", () => {
       const refused = database.transaction(async (tx) => {
         tx.commitAfter(1);
         await tx.rows(sql`insert into pipelined_probe values ('a')`);
+        // What would have gone with COMMIT is refused too, rather than lost.
+        await expect(tx.beforeCommit(sql`insert into pipelined_probe values ('queued')`)).rejects.toThrow(
+          /COMMIT is sent/,
+        );
+        await expect(tx.notifyAtCommit("probe_wake")).rejects.toThrow(/COMMIT is sent/);
         await tx.rows(sql`insert into pipelined_probe values ('late')`);
       });
       expect(

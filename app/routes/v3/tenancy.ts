@@ -45,8 +45,9 @@ export async function owningAccount(c: ApiContext, requested: string | undefined
  * `insert(db, owner, id)`, and returns its result: the route's last
  * statement, answered with the row. The account check and the insert go to
  * the database together, in one transaction that COMMIT closes in the same
- * write: the request's own when its 2xx publishes (with the event's message,
- * `lastStatements()`), otherwise one of their own. The row's account column
+ * write on node-postgres: the request's own when its 2xx publishes (with the
+ * event's message, `lastStatements()`), otherwise one of their own (on PGlite
+ * and Neon, the check and then the insert). The row's account column
  * must reference `account`: an insert for an account that does not exist
  * fails on that foreign key, the COMMIT is answered with ROLLBACK, and the
  * 422 comes with nothing committed.
@@ -64,13 +65,17 @@ export async function insertForOwner<T>(
       accountExists(tx.db).execute({ id: owner }),
       insert(tx.db, owner, id),
     ]);
+    // The insert's foreign key found the account (the check, with a snapshot of its own, may have run before the
+    // account committed): COMMIT may have gone with it, so its success is the answer.
+    if (inserted.status === "fulfilled") return inserted.value;
     if (found.status === "rejected") throw found.reason;
     if (found.value.length === 0) throw noSuchAccount();
-    if (inserted.status === "rejected") throw inserted.reason;
-    return inserted.value;
+    throw inserted.reason;
   };
   const database = c.get("database");
   if (database !== c.get("hooklane").database) return lastStatements(c, id, 2, () => checkAndInsert(database));
+  // Nobody listening. Where transactions are not pipelined (PGlite, Neon) one would cost round trips of its own.
+  if (!database.pipelined) return insert(database.db, await owningAccount(c, requested), id);
   return database.transaction(async (tx) => {
     tx.commitAfter(2);
     return checkAndInsert(tx);
