@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ApiTransaction } from "../webhook/outbound/webhook-out-route.publisher.ts";
 import type { RouteReceipt } from "../webhook/transport/webhook-transport.ts";
 import type { HooklaneEnv } from "./hono-env.ts";
 import { earlierAnswer, idempotentRequest, rememberAnswer } from "./idempotency.ts";
@@ -68,6 +69,13 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
       }
       let receipt: RouteReceipt | undefined;
       let publishedAhead: string | undefined;
+      /** What the publisher reads of this request's 2xx: its route, and the parameters and body naming the resource. */
+      const answered = (params: Record<string, string>, body: unknown): ApiTransaction => ({
+        method: c.req.method,
+        route: c.req.routePath,
+        params,
+        body,
+      });
       const response = await database.transaction(async (tx) => {
         c.set("database", tx);
         const earlier = idempotent && (await earlierAnswer(c, tx, idempotent, secrets));
@@ -76,12 +84,7 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
         // An idempotent request stores its answer after the handler's statements, so its COMMIT cannot go with them.
         if (entry && !idempotent && entry.idFrom.source === "body" && publisher.publishesAhead(tx)) {
           c.set("publishAhead", async (resourceId, statements) => {
-            receipt = await publisher.publish(tx, entry, {
-              method: c.req.method,
-              route: c.req.routePath,
-              params: {},
-              body: { [entry.idFrom.name]: resourceId },
-            });
+            receipt = await publisher.publish(tx, entry, answered({}, { [entry.idFrom.name]: resourceId }));
             publishedAhead = resourceId;
             tx.commitAfter(statements);
           });
@@ -91,21 +94,16 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
         if (entry && publishedAhead !== undefined) {
           // COMMIT went with the route's last statements: an answer other than their 2xx is a route's bug, and
           // what it answers no longer undoes anything.
-          const answered = (published as Record<string, unknown> | undefined)?.[entry.idFrom.name];
-          if (answer.status < 200 || answer.status >= 300 || answered !== publishedAhead) {
-            const problem = `answered ${answer.status} for ${String(answered)} after publishing ahead for ${publishedAhead}`;
+          const answeredId = (published as Record<string, unknown> | undefined)?.[entry.idFrom.name];
+          if (answer.status < 200 || answer.status >= 300 || answeredId !== publishedAhead) {
+            const problem = `answered ${answer.status} for ${String(answeredId)} after publishing ahead for ${publishedAhead}`;
             c.get("log")?.error({ event: entry.internal }, `${problem}; its statements may have committed`);
             throw new Error(`${entry.internal}: ${problem}`);
           }
         } else if (answer.status < 200 || answer.status >= 300) {
           throw new RollbackWith(answer);
         } else if (entry && published) {
-          receipt = await publisher.publish(tx, entry, {
-            method: c.req.method,
-            route: c.req.routePath,
-            params: c.req.param(),
-            body: published,
-          });
+          receipt = await publisher.publish(tx, entry, answered(c.req.param(), published));
         }
         if (idempotent) await rememberAnswer(tx, idempotent, answer, options.answerHoldsSecret ? secrets : undefined);
         return answer;
