@@ -302,9 +302,12 @@ export const webhookAttempt = pgTable(
   "webhook_attempt",
   {
     id: bigserial("id", { mode: "number" }).primaryKey(),
-    dispatchId: text("dispatch_id")
-      .notNull()
-      .references(() => webhookDispatch.id, { onDelete: "cascade" }),
+    /**
+     * The dispatch it belongs to. No foreign key: its per-row check locked the dispatch once more for every
+     * attempt recorded. The record statement locks the row itself (migration 0029), and deleting a dispatch
+     * deletes its attempts (trigger `webhook_dispatch_attempts_gone`).
+     */
+    dispatchId: text("dispatch_id").notNull(),
     run: integer("run").notNull().default(1),
     attempt: integer("attempt").notNull(),
     startedAt: timestamp("started_at", { withTimezone: true, mode: "date" }).notNull(),

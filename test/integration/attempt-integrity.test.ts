@@ -1,0 +1,190 @@
+import { sql } from "drizzle-orm";
+import pg from "pg";
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { openDatabase, type Database } from "../../lib/db/client.ts";
+import { pruneLedger } from "../../lib/db/sql/prune-ledger.ts";
+import { recordAttempts, type AttemptRecord, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
+import { createTestDatabase } from "../support/postgres.ts";
+
+// An attempt belongs to its dispatch without a foreign key (migration 0029): the record statement locks the rows
+// it writes attempts for, and deleting dispatches deletes their attempts. Real PostgreSQL, two sessions.
+
+const WORKER = "attempt-integrity";
+const BREAKER: BreakerRule = { threshold: 5, openBaseMs: 1_000, openMaxMs: 60_000, connectionClasses: ["timeout"] };
+
+let url: string;
+let database: Database;
+let drop: () => Promise<void>;
+
+beforeAll(async () => {
+  const created = await createTestDatabase();
+  url = created.url;
+  drop = created.drop;
+  database = await openDatabase({ databaseUrl: url });
+}, 60_000);
+
+afterAll(async () => {
+  await database?.close();
+  await drop?.();
+});
+
+beforeEach(async () => {
+  await database.rows(sql`delete from webhook`);
+  await database.rows(sql`
+    insert into webhook (id, url, events, secret_sealed, created_by)
+    values ('wh_a', 'https://example.com/a', array['*'], 'sealed', 'test'),
+           ('wh_b', 'https://example.com/b', array['*'], 'sealed', 'test')
+  `);
+});
+
+/** A dispatch of `webhook`, leased to `worker`. */
+async function dispatch(webhook: string, tag: string, worker = WORKER): Promise<string> {
+  const [row] = await database.rows<{ id: string }>(sql`
+    insert into webhook_dispatch (event_id, event_type, webhook_id, payload, locked_by, locked_until)
+    values (${`evt_${tag}`}, 'account.created', ${webhook}, '{"data":{"id":"acc_1"}}', ${worker},
+      now() + interval '1 minute')
+    returning id
+  `);
+  return row!.id;
+}
+
+const succeeded = (dispatchId: string, webhookId: string): AttemptRecord => ({
+  dispatchId,
+  webhookId,
+  attempt: 1,
+  status: "success",
+  retryInMs: null,
+  startedAt: new Date(),
+  durationMs: 4,
+  outcome: "success",
+  statusCode: 200,
+  errorClass: null,
+  errorMessage: null,
+  responseExcerpt: null,
+  signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
+  probe: false,
+});
+
+async function attemptsOf(ids: readonly string[]): Promise<number> {
+  const [row] = await database.rows<{ n: number }>(sql`
+    select count(*)::int as n from webhook_attempt where dispatch_id = any (${`{${ids.join(",")}}`}::text[])
+  `);
+  return row!.n;
+}
+
+/** Polls until a session running a statement like `query` waits for a lock. */
+async function waitForLockWait(query: string): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const [row] = await database.rows<{ n: number }>(sql`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${query}%`}
+    `);
+    if (row!.n > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no session running "${query}" ever waited for a lock`);
+}
+
+it("deletes a dispatch's attempts with it, whoever deletes it", async () => {
+  const pruned = await dispatch("wh_a", "pruned");
+  const kept = await dispatch("wh_a", "kept");
+  const ended = await dispatch("wh_b", "ended");
+  await recordAttempts(database, WORKER, [succeeded(pruned, "wh_a"), succeeded(kept, "wh_a")], BREAKER);
+  await recordAttempts(database, WORKER, [succeeded(ended, "wh_b")], BREAKER);
+  expect(await attemptsOf([pruned, kept, ended])).toBe(3);
+
+  // Retention: finished long ago (only this one), pruned with its attempts whatever their age.
+  await database.rows(sql`update webhook_dispatch set completed_at = now() - interval '40 days' where id = ${pruned}`);
+  const step = await pruneLedger(database, { cutoff: new Date(Date.now() - 30 * 86_400_000), limit: 100 });
+  expect(step.dispatches).toBe(1);
+  expect(await attemptsOf([pruned])).toBe(0);
+  expect(await attemptsOf([kept])).toBe(1);
+
+  // A webhook deleted outright (a listen session ended): its dispatches cascade, and their attempts go too.
+  await database.rows(sql`delete from webhook where id = 'wh_b'`);
+  expect(await attemptsOf([ended])).toBe(0);
+  expect(await attemptsOf([kept])).toBe(1);
+});
+
+it("writes nothing for a dispatch deleted while its record waited, and the rest of the batch lands", async () => {
+  const doomed = await dispatch("wh_b", "doomed");
+  const other = await dispatch("wh_a", "other");
+  const deleter = new pg.Client({ connectionString: url });
+  await deleter.connect();
+  try {
+    await deleter.query("begin");
+    await deleter.query("delete from webhook where id = 'wh_b'");
+    const recording = recordAttempts(
+      database,
+      WORKER,
+      [succeeded(doomed, "wh_b"), succeeded(other, "wh_a")],
+      BREAKER,
+    ).then(
+      () => "recorded",
+      (error: Error) => error.message,
+    );
+    await waitForLockWait("hooklane_record_attempts");
+    await deleter.query("commit");
+    expect(await recording).toBe("recorded");
+  } finally {
+    await deleter.end();
+  }
+  expect(await attemptsOf([doomed])).toBe(0);
+  expect(await attemptsOf([other])).toBe(1);
+  const [row] = await database.rows<{ status: string }>(sql`select status from webhook_dispatch where id = ${other}`);
+  expect(row!.status).toBe("success");
+});
+
+it("records the attempt of a lease that ran out, and a delete waits for that record", async () => {
+  // Another worker holds the row now: the dispatch stays as it is, the attempt is logged.
+  const taken = await dispatch("wh_a", "taken", "another-worker");
+  const recorder = new pg.Client({ connectionString: url });
+  await recorder.connect();
+  const deleter = new pg.Client({ connectionString: url });
+  await deleter.connect();
+  try {
+    await recorder.query("begin");
+    await recorder.query(`select * from hooklane_record_attempts($1, $2::jsonb, 5, 1000, 60000, array['timeout'])`, [
+      WORKER,
+      JSON.stringify([
+        {
+          id: taken,
+          webhook_id: "wh_a",
+          attempt: 1,
+          status: "success",
+          retry_in_ms: null,
+          started_at: new Date().toISOString(),
+          duration_ms: 3,
+          outcome: "success",
+          status_code: 200,
+          error_class: null,
+          error_message: null,
+          response_excerpt: null,
+          signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
+          probe: false,
+        },
+      ]),
+    ]);
+    const written = await recorder.query<{ n: number }>(
+      "select count(*)::int as n from webhook_attempt where dispatch_id = $1",
+      [taken],
+    );
+    expect(written.rows[0]!.n).toBe(1);
+    // The record holds the row (FOR KEY SHARE) until it commits: deleting the dispatch waits for it.
+    const deleting = deleter.query("delete from webhook_dispatch where id = $1", [taken]);
+    const [row] = await database.rows<{ status: string; locked_by: string }>(
+      sql`select status, locked_by from webhook_dispatch where id = ${taken}`,
+    );
+    expect(row).toEqual({ status: "pending", locked_by: "another-worker" });
+    await waitForLockWait("delete from webhook_dispatch");
+    await recorder.query("commit");
+    await deleting;
+  } finally {
+    await recorder.end();
+    await deleter.end();
+  }
+  // It went, with the attempt the record wrote before it.
+  expect(await attemptsOf([taken])).toBe(0);
+  const [left] = await database.rows<{ n: number }>(sql`select count(*)::int as n from webhook_attempt`);
+  expect(left!.n).toBe(0);
+});
