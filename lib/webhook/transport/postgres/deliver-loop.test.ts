@@ -48,8 +48,12 @@ async function webhookWithDispatches(path: string, tag: string, count: number): 
 
 /** A deliver loop of the harness's worker, POSTing through `sender`, ten at a time. */
 function deliverLoop(workerId: string, sender: HttpSender, running: () => boolean) {
+  return startDeliverLoop(deliverLoopOptions(workerId, sender, running));
+}
+
+function deliverLoopOptions(workerId: string, sender: HttpSender, running: () => boolean) {
   const { hooklane } = harness;
-  return startDeliverLoop({
+  return {
     database: hooklane.database,
     transport: hooklane.transport as PostgresTransport,
     logger: hooklane.logger,
@@ -62,7 +66,7 @@ function deliverLoop(workerId: string, sender: HttpSender, running: () => boolea
     caps: hooklane.config.caps,
     maxIdleMs: 50,
     running,
-  });
+  };
 }
 
 it("runs a worker's claims one at a time, each with what every earlier one handed over in `held`", async () => {
@@ -156,4 +160,82 @@ it("records attempts that finish together in one statement, however many finish 
     select count(distinct completed_at)::int as n from webhook_dispatch where webhook_id = ${webhookId}
   `);
   expect(times!.n).toBe(1);
+});
+
+it("claims again after recording a retry, not after a batch of plain successes", async () => {
+  const { hooklane } = harness;
+  await webhookWithDispatches("wake", "loop_wake", 3);
+  // Every claim the loop sends, counted by its statement's name.
+  let claims = 0;
+  const database = Object.create(hooklane.database) as typeof hooklane.database;
+  database.rows = ((query: Parameters<typeof database.rows>[0], name?: string) => {
+    if (name === "hooklane_claim") claims++;
+    return hooklane.database.rows(query, name);
+  }) as typeof database.rows;
+  let outcome: DeliveryOutcome = { kind: "success", statusCode: 200, responseExcerpt: null };
+  // The first three POSTs are answered once all three are out.
+  const answer = gate();
+  const allPosted = gate();
+  let posts = 0;
+  const sender: HttpSender = {
+    post: async (): Promise<DeliveryOutcome> => {
+      if (++posts === 3) allPosted.open();
+      if (posts <= 3) await answer.opened;
+      return outcome;
+    },
+    close: async () => {},
+  };
+  let running = true;
+  // Idle sleeps far longer than the test: only wake-ups make the loop claim again.
+  const loop = startDeliverLoop({
+    ...deliverLoopOptions("w-wake", sender, () => running),
+    database,
+    maxIdleMs: 60_000,
+  });
+  await allPosted.opened;
+  // Whatever wake-up was pending has been claimed for by now; then the three successes are recorded.
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const beforeRecords = claims;
+  answer.open();
+  await eventually(
+    async () =>
+      (
+        await hooklane.database.rows<{ n: number }>(sql`
+          select count(*)::int as n from webhook_dispatch where event_id like 'evt_loop_wake_%' and status = 'success'
+        `)
+      )[0]!.n,
+    (n) => n === 3,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(claims).toBe(beforeRecords);
+
+  // A failing attempt's record schedules a retry: the loop claims again to learn when it falls due.
+  outcome = {
+    kind: "failure",
+    errorClass: "http_status",
+    message: "503",
+    statusCode: 503,
+    responseExcerpt: null,
+    gone: false,
+  };
+  await webhookWithDispatches("wake", "loop_wake_retry", 1);
+  (hooklane.transport as PostgresTransport).deliverSignal.wake();
+  await eventually(
+    async () =>
+      (
+        await hooklane.database.rows<{ n: number }>(sql`
+      select count(*)::int as n from webhook_attempt a join webhook_dispatch d on d.id = a.dispatch_id
+      where d.event_id = 'evt_loop_wake_retry_1'
+    `)
+      )[0]!.n,
+    (n) => n === 1,
+  );
+  const beforeRetryWake = claims;
+  await eventually(
+    async () => claims,
+    (n) => n > beforeRetryWake,
+  );
+  running = false;
+  (hooklane.transport as PostgresTransport).deliverSignal.wake();
+  await loop.drain();
 });

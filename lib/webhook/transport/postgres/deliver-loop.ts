@@ -21,6 +21,9 @@ const CAPPED_RECHECK_MS = 250;
 const RECORD_LINGER_MS = 20;
 const RECORD_LINGER_BELOW = 32;
 
+/** A result whose record may make rows claimable: anything but a plain success (a probe's closes its breaker). */
+const makesClaimable = (result: AttemptResult) => result.status !== "success" || result.probe || result.gone;
+
 /**
  * What a claim tells the in-flight book about its worker (`claimDispatches`' `held` and `claim`). A worker's
  * claims run one at a time, so none is ever pending beside another: `held` has what every earlier one took.
@@ -88,6 +91,8 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const slotFreed = new Set<() => void>();
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
+  /** Recorded since the last wake-up: a result after which a claim may find rows it would not have before. */
+  let recordedClaimable = false;
   let heldBack = false;
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
@@ -206,6 +211,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
         completed.splice(0, batch.length);
         for (const result of batch) held.delete(result.dispatchId);
         failures = 0;
+        if (batch.some(makesClaimable)) recordedClaimable = true;
       } catch (error) {
         // The database is unreachable (recordResults isolates everything else): keep the results and
         // try again; if this worker dies first, the leases run out and the attempts are sent again.
@@ -216,8 +222,12 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
       }
     }
     flushing = undefined;
-    // Some of these may be due again (retries), or have freed a slot under a cap.
-    transport.deliverSignal.wake();
+    // A retry is due later (the claim tells when), a breaker changed, a webhook went: claim again. A batch of
+    // plain successes makes nothing claimable (a finished attempt's slot under the caps was freed when the
+    // POST ended, with its own wake-up while a cap holds rows back), so it wakes nobody: with the route stage
+    // handing over what it routes, a claim after every batch found nothing almost every time.
+    if (recordedClaimable || !options.running()) transport.deliverSignal.wake();
+    recordedClaimable = false;
   }
 
   const done = runLoop("deliver", step, { running: options.running, database, logger: options.logger });
