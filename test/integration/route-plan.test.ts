@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
+import type { InFlightCaps } from "../../lib/db/sql/claim-dispatches.ts";
 import { enqueueRouteJob, routeJobs } from "../../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { createTestDatabase } from "../support/postgres.ts";
@@ -99,17 +100,63 @@ it("leases a route statement's new dispatches by their keys, not by reading past
   `);
   await enqueueRouteJob(database, message("backlog_new"));
   const read = await database.transaction(async (tx) => {
+    // The session's counts not yet reported are in the view too: what the route statement adds to them.
+    const counts = async () => {
+      const [row] = await tx.rows<{ idx_tup_fetch: string; seq_tup_read: string }>(sql`
+        select idx_tup_fetch, seq_tup_read from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
+      `);
+      return { fetched: Number(row!.idx_tup_fetch), scanned: Number(row!.seq_tup_read) };
+    };
+    const before = await counts();
     const routed = await routeJobs(tx, { ...routeOptions, claimLimit: 10 });
-    const [row] = await tx.rows<{ idx_tup_fetch: string; seq_tup_read: string }>(sql`
-      select idx_tup_fetch, seq_tup_read from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
-    `);
+    const after = await counts();
     return {
       leased: routed.leased.map((d) => d.eventId),
-      fetched: Number(row!.idx_tup_fetch),
-      scanned: Number(row!.seq_tup_read),
+      fetched: after.fetched - before.fetched,
+      scanned: after.scanned - before.scanned,
     };
   });
   expect(read.leased).toEqual(["evt_routeplan_backlog_new"]);
   expect(read.scanned).toBe(0);
   expect(read.fetched).toBeLessThan(20);
+});
+
+it("writes the dispatches its claim takes once, inserted leased, and gives back the ones it does not take", async () => {
+  const written = async (claimLimit: number, perWebhook: number, n: string, caps: Partial<InFlightCaps> = {}) =>
+    database.transaction(async (tx) => {
+      for (const i of [1, 2, 3]) await enqueueRouteJob(tx, message(`${n}_${i}`));
+      // The session's counts not yet reported are in the view too: what the route statement adds to them.
+      const counts = async () => {
+        const [row] = await tx.rows<{ n_tup_ins: string; n_tup_upd: string }>(sql`
+          select n_tup_ins, n_tup_upd from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
+        `);
+        return { inserted: Number(row!.n_tup_ins), updated: Number(row!.n_tup_upd) };
+      };
+      const before = await counts();
+      const routed = await routeJobs(tx, {
+        ...routeOptions,
+        claimLimit,
+        caps: { ...routeOptions.caps, perWebhook, ...caps },
+      });
+      const after = await counts();
+      return {
+        leased: routed.leased.length,
+        inserted: after.inserted - before.inserted,
+        updated: after.updated - before.updated,
+      };
+    });
+  // All three taken: three rows inserted, none updated (the claim used to lease each with an update).
+  expect(await written(10, 100, "once")).toEqual({ leased: 3, inserted: 3, updated: 0 });
+  // Under a cap of one in flight per webhook (nothing in flight): one inserted leased and taken, two not leased.
+  await database.rows(sql`delete from webhook_lane_in_flight`);
+  expect(await written(10, 1, "capped")).toEqual({ leased: 1, inserted: 3, updated: 0 });
+  // Under a cap of one per origin, which the insert does not weigh: three inserted leased, one taken, two given back.
+  await database.rows(sql`delete from webhook_lane_in_flight`);
+  expect(await written(10, 100, "origin", { perOrigin: 1 })).toEqual({ leased: 1, inserted: 3, updated: 2 });
+  const [free] = await database.rows<{ n: number }>(sql`
+    select count(*)::int as n from webhook_dispatch
+    where event_id like any (array['evt_routeplan_capped_%', 'evt_routeplan_origin_%']) and locked_by is null
+      and locked_until is null
+  `);
+  expect(free!.n).toBe(4);
 });
