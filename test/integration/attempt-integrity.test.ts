@@ -3,7 +3,8 @@ import pg from "pg";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { pruneLedger } from "../../lib/db/sql/prune-ledger.ts";
-import { recordAttempts, type AttemptRecord, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
+import { recordAttempts, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
+import { succeededAttempt } from "../support/attempt-records.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
 // An attempt belongs to its dispatch without a foreign key (migration 0029): the record statement locks the rows
@@ -48,23 +49,6 @@ async function dispatch(webhook: string, tag: string, worker = WORKER): Promise<
   return row!.id;
 }
 
-const succeeded = (dispatchId: string, webhookId: string): AttemptRecord => ({
-  dispatchId,
-  webhookId,
-  attempt: 1,
-  status: "success",
-  retryInMs: null,
-  startedAt: new Date(),
-  durationMs: 4,
-  outcome: "success",
-  statusCode: 200,
-  errorClass: null,
-  errorMessage: null,
-  responseExcerpt: null,
-  signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
-  probe: false,
-});
-
 async function attemptsOf(ids: readonly string[]): Promise<number> {
   const [row] = await database.rows<{ n: number }>(sql`
     select count(*)::int as n from webhook_attempt where dispatch_id = any (${`{${ids.join(",")}}`}::text[])
@@ -89,8 +73,8 @@ it("deletes a dispatch's attempts with it, whoever deletes it", async () => {
   const pruned = await dispatch("wh_a", "pruned");
   const kept = await dispatch("wh_a", "kept");
   const ended = await dispatch("wh_b", "ended");
-  await recordAttempts(database, WORKER, [succeeded(pruned, "wh_a"), succeeded(kept, "wh_a")], BREAKER);
-  await recordAttempts(database, WORKER, [succeeded(ended, "wh_b")], BREAKER);
+  await recordAttempts(database, WORKER, [succeededAttempt(pruned, "wh_a"), succeededAttempt(kept, "wh_a")], BREAKER);
+  await recordAttempts(database, WORKER, [succeededAttempt(ended, "wh_b")], BREAKER);
   expect(await attemptsOf([pruned, kept, ended])).toBe(3);
 
   // Retention: finished long ago (only this one), pruned with its attempts whatever their age.
@@ -117,7 +101,7 @@ it("writes nothing for a dispatch deleted while its record waited, and the rest 
     const recording = recordAttempts(
       database,
       WORKER,
-      [succeeded(doomed, "wh_b"), succeeded(other, "wh_a")],
+      [succeededAttempt(doomed, "wh_b"), succeededAttempt(other, "wh_a")],
       BREAKER,
     ).then(
       () => "recorded",

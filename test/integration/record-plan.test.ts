@@ -1,7 +1,8 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
-import { recordAttempts, type AttemptRecord, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
+import { recordAttempts, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
+import { succeededAttempt } from "../support/attempt-records.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
 // The record statement keeps one plan per connection. Made while the ledger was small, that plan used to join each
@@ -41,22 +42,7 @@ async function leased(tag: string, count: number): Promise<string[]> {
   return rows.map((row) => row.id);
 }
 
-const succeeded = (dispatchId: string): AttemptRecord => ({
-  dispatchId,
-  webhookId: "wh_plan",
-  attempt: 1,
-  status: "success",
-  retryInMs: null,
-  startedAt: new Date(),
-  durationMs: 4,
-  outcome: "success",
-  statusCode: 200,
-  errorClass: null,
-  errorMessage: null,
-  responseExcerpt: null,
-  signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
-  probe: false,
-});
+const succeeded = (dispatchId: string) => succeededAttempt(dispatchId, "wh_plan");
 
 it("reaches a batch's dispatches by key after the ledger has grown under a plan made while it was small", async () => {
   // Enough batches on a small table for PostgreSQL to settle on a generic plan for the rest of the session.
