@@ -108,8 +108,8 @@ describe.skipIf(!hasChromium())("the embeddable portal in a browser", () => {
     // The page's load event waits for its frame, refused or not.
     await refused.waitForLoadState("load");
     const inner = refused.frames().find((f) => f !== refused.mainFrame())!;
-    // Chromium's error page in place of the console.
-    expect(inner.url()).toBe("chrome-error://chromewebdata/");
+    // Chromium's error page in place of the console (the frame's URL can still read "" right after the load event).
+    await expect.poll(() => inner.url()).toBe("chrome-error://chromewebdata/");
     expect(await inner.locator("text=Webhooks").count()).toBe(0);
     await screenshot(refused, "4-portal-refused-by-other-origin");
 
