@@ -1,10 +1,10 @@
 import { sql } from "drizzle-orm";
-import pg from "pg";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { pruneLedger } from "../../lib/db/sql/prune-ledger.ts";
 import { recordAttempts, type BreakerRule } from "../../lib/db/sql/record-attempts.ts";
 import { succeededAttempt } from "../support/attempt-records.ts";
+import { eventually } from "../support/eventually.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
 // An attempt belongs to its dispatch without a foreign key (migration 0029): the record statement locks the rows
@@ -13,15 +13,13 @@ import { createTestDatabase } from "../support/postgres.ts";
 const WORKER = "attempt-integrity";
 const BREAKER: BreakerRule = { threshold: 5, openBaseMs: 1_000, openMaxMs: 60_000, connectionClasses: ["timeout"] };
 
-let url: string;
 let database: Database;
 let drop: () => Promise<void>;
 
 beforeAll(async () => {
   const created = await createTestDatabase();
-  url = created.url;
   drop = created.drop;
-  database = await openDatabase({ databaseUrl: url });
+  database = await openDatabase({ databaseUrl: created.url });
 }, 60_000);
 
 afterAll(async () => {
@@ -56,17 +54,18 @@ async function attemptsOf(ids: readonly string[]): Promise<number> {
   return row!.n;
 }
 
-/** Polls until a session running a statement like `query` waits for a lock. */
-async function waitForLockWait(query: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    const [row] = await database.rows<{ n: number }>(sql`
-      select count(*)::int as n from pg_stat_activity
-      where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${query}%`}
-    `);
-    if (row!.n > 0) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`no session running "${query}" ever waited for a lock`);
+/** Resolves once a session running a statement like `query` waits for a lock. */
+async function lockWaitOf(query: string): Promise<void> {
+  await eventually(
+    async () =>
+      (
+        await database.rows<{ n: number }>(sql`
+          select count(*)::int as n from pg_stat_activity
+          where datname = current_database() and wait_event_type = 'Lock' and query like ${`%${query}%`}
+        `)
+      )[0]!.n,
+    (n) => n > 0,
+  );
 }
 
 it("deletes a dispatch's attempts with it, whoever deletes it", async () => {
@@ -93,12 +92,11 @@ it("deletes a dispatch's attempts with it, whoever deletes it", async () => {
 it("writes nothing for a dispatch deleted while its record waited, and the rest of the batch lands", async () => {
   const doomed = await dispatch("wh_b", "doomed");
   const other = await dispatch("wh_a", "other");
-  const deleter = new pg.Client({ connectionString: url });
-  await deleter.connect();
-  try {
-    await deleter.query("begin");
-    await deleter.query("delete from webhook where id = 'wh_b'");
-    const recording = recordAttempts(
+  let recording: Promise<string> | undefined;
+  // The webhook is deleted in a transaction that commits only once the record waits for it.
+  await database.transaction(async (tx) => {
+    await tx.rows(sql`delete from webhook where id = 'wh_b'`);
+    recording = recordAttempts(
       database,
       WORKER,
       [succeededAttempt(doomed, "wh_b"), succeededAttempt(other, "wh_a")],
@@ -107,12 +105,9 @@ it("writes nothing for a dispatch deleted while its record waited, and the rest 
       () => "recorded",
       (error: Error) => error.message,
     );
-    await waitForLockWait("hooklane_record_attempts");
-    await deleter.query("commit");
-    expect(await recording).toBe("recorded");
-  } finally {
-    await deleter.end();
-  }
+    await lockWaitOf("hooklane_record_attempts");
+  });
+  expect(await recording).toBe("recorded");
   expect(await attemptsOf([doomed])).toBe(0);
   expect(await attemptsOf([other])).toBe(1);
   const [row] = await database.rows<{ status: string }>(sql`select status from webhook_dispatch where id = ${other}`);
@@ -122,51 +117,23 @@ it("writes nothing for a dispatch deleted while its record waited, and the rest 
 it("records the attempt of a lease that ran out, and a delete waits for that record", async () => {
   // Another worker holds the row now: the dispatch stays as it is, the attempt is logged.
   const taken = await dispatch("wh_a", "taken", "another-worker");
-  const recorder = new pg.Client({ connectionString: url });
-  await recorder.connect();
-  const deleter = new pg.Client({ connectionString: url });
-  await deleter.connect();
-  try {
-    await recorder.query("begin");
-    await recorder.query(`select * from hooklane_record_attempts($1, $2::jsonb, 5, 1000, 60000, array['timeout'])`, [
-      WORKER,
-      JSON.stringify([
-        {
-          id: taken,
-          webhook_id: "wh_a",
-          attempt: 1,
-          status: "success",
-          retry_in_ms: null,
-          started_at: new Date().toISOString(),
-          duration_ms: 3,
-          outcome: "success",
-          status_code: 200,
-          error_class: null,
-          error_message: null,
-          response_excerpt: null,
-          signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
-          probe: false,
-        },
-      ]),
-    ]);
-    const written = await recorder.query<{ n: number }>(
-      "select count(*)::int as n from webhook_attempt where dispatch_id = $1",
-      [taken],
+  let deleting: Promise<unknown> | undefined;
+  // The record's transaction commits only once the delete waits for it.
+  await database.transaction(async (tx) => {
+    await recordAttempts(tx, WORKER, [succeededAttempt(taken, "wh_a")], BREAKER);
+    const [written] = await tx.rows<{ n: number }>(
+      sql`select count(*)::int as n from webhook_attempt where dispatch_id = ${taken}`,
     );
-    expect(written.rows[0]!.n).toBe(1);
+    expect(written!.n).toBe(1);
     // The record holds the row (FOR KEY SHARE) until it commits: deleting the dispatch waits for it.
-    const deleting = deleter.query("delete from webhook_dispatch where id = $1", [taken]);
+    deleting = database.rows(sql`delete from webhook_dispatch where id = ${taken}`);
     const [row] = await database.rows<{ status: string; locked_by: string }>(
       sql`select status, locked_by from webhook_dispatch where id = ${taken}`,
     );
     expect(row).toEqual({ status: "pending", locked_by: "another-worker" });
-    await waitForLockWait("delete from webhook_dispatch");
-    await recorder.query("commit");
-    await deleting;
-  } finally {
-    await recorder.end();
-    await deleter.end();
-  }
+    await lockWaitOf("delete from webhook_dispatch");
+  });
+  await deleting;
   // It went, with the attempt the record wrote before it.
   expect(await attemptsOf([taken])).toBe(0);
   const [left] = await database.rows<{ n: number }>(sql`select count(*)::int as n from webhook_attempt`);

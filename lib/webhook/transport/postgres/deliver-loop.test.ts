@@ -224,9 +224,9 @@ it("claims again after recording a retry, not after a batch of plain successes",
     async () =>
       (
         await hooklane.database.rows<{ n: number }>(sql`
-      select count(*)::int as n from webhook_attempt a join webhook_dispatch d on d.id = a.dispatch_id
-      where d.event_id = 'evt_loop_wake_retry_1'
-    `)
+          select count(*)::int as n from webhook_attempt a join webhook_dispatch d on d.id = a.dispatch_id
+          where d.event_id = 'evt_loop_wake_retry_1'
+        `)
       )[0]!.n,
     (n) => n === 1,
   );

@@ -91,8 +91,6 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   const slotFreed = new Set<() => void>();
   const completed: AttemptResult[] = [];
   let flushing: Promise<void> | undefined;
-  /** Recorded since the last wake-up: a result after which a claim may find rows it would not have before. */
-  let recordedClaimable = false;
   let heldBack = false;
   /** Attempts running now, per webhook id: what this worker has in flight under the caps. */
   const attempting = new Map<string, number>();
@@ -194,6 +192,8 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
   /** Records finished attempts in batches; whatever finished meanwhile goes in the next statement. */
   async function flush(): Promise<void> {
     let failures = 0;
+    /** A result recorded after which a claim may find rows it would not have before. */
+    let claimable = false;
     while (completed.length > 0) {
       if (completed.length < RECORD_LINGER_BELOW && joinersLikely() && options.running()) {
         await new Promise<void>((resolve) => {
@@ -211,7 +211,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
         completed.splice(0, batch.length);
         for (const result of batch) held.delete(result.dispatchId);
         failures = 0;
-        if (batch.some(makesClaimable)) recordedClaimable = true;
+        claimable ||= batch.some(makesClaimable);
       } catch (error) {
         // The database is unreachable (recordResults isolates everything else): keep the results and
         // try again; if this worker dies first, the leases run out and the attempts are sent again.
@@ -226,8 +226,7 @@ export function startDeliverLoop(options: DeliverLoopOptions): DeliverLoop {
     // plain successes makes nothing claimable (a finished attempt's slot under the caps was freed when the
     // POST ended, with its own wake-up while a cap holds rows back), so it wakes nobody: with the route stage
     // handing over what it routes, a claim after every batch found nothing almost every time.
-    if (recordedClaimable || !options.running()) transport.deliverSignal.wake();
-    recordedClaimable = false;
+    if (claimable || !options.running()) transport.deliverSignal.wake();
   }
 
   const done = runLoop("deliver", step, { running: options.running, database, logger: options.logger });
