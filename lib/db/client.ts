@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import type { PGlite } from "@electric-sql/pglite";
-import { sql, type Query, type SQL } from "drizzle-orm";
+import { is, SQL, sql, type Query } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import pg from "pg";
@@ -35,9 +35,10 @@ export interface Database {
    * its own, and its failure rolls the transaction back and rejects
    * `transaction()`; elsewhere it runs at once. With a `name` it is a named
    * statement, parsed and planned once per connection on node-postgres (a
-   * name always stands for the same SQL).
+   * name always stands for the same SQL). `query` may come compiled already
+   * (text and values), for a hot statement built once rather than per call.
    */
-  beforeCommit(query: SQL, name?: string): Promise<void>;
+  beforeCommit(query: SQL | Query, name?: string): Promise<void>;
   /**
    * Inside a transaction, before its last `statements` statements: on
    * node-postgres, COMMIT (with the `beforeCommit` statements and the NOTIFY)
@@ -228,18 +229,28 @@ interface FacadeParts {
 /** What a named statement needs of a drizzle instance: its session (public in drizzle, marked internal) and dialect. */
 interface NamedQueryParts {
   session: {
-    prepareQuery(query: Query, fields: undefined, name: string, arrayMode: false): { execute(): Promise<unknown> };
+    prepareQuery(
+      query: Query,
+      fields: undefined,
+      name: string | undefined,
+      arrayMode: false,
+    ): { execute(): Promise<unknown> };
   };
   dialect: { sqlToQuery(query: SQL): Query };
 }
 
 /** The Database over a drizzle instance (or a transaction of one). */
 function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
+  const { session, dialect } = db as unknown as NamedQueryParts;
   const rows = async <T>(query: SQL, name?: string): Promise<T[]> => {
     if (name === undefined || kind !== "postgres") return ((await db.execute(query)) as unknown as { rows: T[] }).rows;
-    const { session, dialect } = db as unknown as NamedQueryParts;
     return ((await session.prepareQuery(dialect.sqlToQuery(query), undefined, name, false).execute()) as { rows: T[] })
       .rows;
+  };
+  /** A statement given as SQL or compiled already; named only on node-postgres, as with `rows`. */
+  const run = async (query: SQL | Query, name?: string): Promise<void> => {
+    if (is(query, SQL)) return void (await rows(query, name));
+    await session.prepareQuery(query, undefined, kind === "postgres" ? name : undefined, false).execute();
   };
   const { transaction: _t, beforeCommit: _b, commitAfter: _c, notifyAtCommit: _n, pipelined: _p, ...shared } = parts;
   return {
@@ -247,7 +258,7 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
     kind,
     rows,
     transaction: parts.transaction ?? ((fn) => db.transaction((tx) => fn(facade(kind, tx as unknown as Db, shared)))),
-    beforeCommit: parts.beforeCommit ?? (async (query, name) => void (await rows(query, name))),
+    beforeCommit: parts.beforeCommit ?? (async (query, name) => void (await run(query, name))),
     commitAfter: parts.commitAfter ?? (() => {}),
     pipelined: parts.pipelined ?? false,
     notifyAtCommit:

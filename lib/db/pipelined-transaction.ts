@@ -1,4 +1,4 @@
-import type { SQL } from "drizzle-orm";
+import { is, SQL, type Query } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type pg from "pg";
 
@@ -192,9 +192,9 @@ export class TransactionLink implements PipelinedLink {
    * Queues `query` to go with COMMIT; with a `name`, as a named statement the
    * connection parses and plans once (the same name must always carry the same SQL).
    */
-  beforeCommit(query: SQL, name?: string): void {
+  beforeCommit(query: SQL | Query, name?: string): void {
     this.#refuseAfterCommit();
-    const { sql, params } = dialect.sqlToQuery(query);
+    const { sql, params } = is(query, SQL) ? dialect.sqlToQuery(query) : query;
     this.#atCommit.push({ name, text: sql, values: params });
   }
 

@@ -10,7 +10,7 @@ import { routeRule } from "../../webhook/outbound/webhook-out-route.handler.ts";
 import type { Database } from "../client.ts";
 import { webhookEventType } from "../schema.ts";
 import { insertDispatches } from "./insert-dispatches.ts";
-import { enqueueRouteJob, routeJobs, type RouteJobsOptions } from "./route-jobs.ts";
+import { enqueueRouteJob, routeJobInsert, routeJobs, type RouteJobsOptions } from "./route-jobs.ts";
 
 let database: Database;
 
@@ -171,6 +171,43 @@ describe("the route message's account", () => {
     expect((await enqueueRouteJob(database, unowned)).account).toBeNull();
     await routeAll();
     expect(await accountOf(unowned.eventId)).toBeNull();
+  });
+
+  it("is read the same way by the publisher's insert, whose SQL is built once per owner strategy", async () => {
+    await database.rows(sql`delete from webhook_route_job`);
+    await database.rows(sql`insert into account (id, name) values ('acc_owner', 'Owner') on conflict do nothing`);
+    const [debt] = await database.rows<{ id: string }>(
+      sql`insert into payment_debt (account, amount, currency) values ('acc_owner', 1, 'usd') returning id`,
+    );
+    const direct = catalogueByInternal("payment-debt.created")!.owner;
+    const self = catalogueByInternal("account.updated")!.owner;
+    const none = catalogueByInternal("general.address.created")!.owner;
+    expect([direct.kind, self.kind, none.kind]).toEqual(["direct", "self", "none"]);
+    const published: Array<[string, typeof direct | undefined, string | null]> = [
+      [debt!.id, direct, "acc_owner"],
+      ["acc_itself", self, "acc_itself"],
+      ["ga_1", none, null],
+      ["pd_unowned", undefined, null],
+    ];
+    for (const [i, [resourceId, owner, account]] of published.entries()) {
+      const event = message(resourceId, `evt_compiled_${i}`);
+      const insert = routeJobInsert(event, owner);
+      // Another event of the same strategy: the same statement (text and name), its own values.
+      const again = routeJobInsert(message("other", `evt_compiled_${i}_again`), owner);
+      expect(again.query.sql).toBe(insert.query.sql);
+      expect(again.name).toBe(insert.name);
+      expect(again.query.params).not.toEqual(insert.query.params);
+      await database.transaction((tx) => tx.beforeCommit(insert.query, insert.name));
+      const [job] = await database.rows<{ message: { eventId: string; account?: string | null } }>(
+        sql`select message from webhook_route_job where message ->> 'eventId' = ${event.eventId}`,
+      );
+      expect(job?.message).toMatchObject({ eventId: event.eventId, resourceId });
+      // Without a strategy the message has no account at all: routing looks the owner up itself.
+      if (owner === undefined) expect(job?.message).not.toHaveProperty("account");
+      else expect(job?.message.account).toBe(account);
+    }
+    const names = new Set(published.map(([, owner]) => routeJobInsert(message("x", "evt_x"), owner).name));
+    expect(names.size).toBe(published.length);
   });
 
   // account.updated's owner is the resource itself: `acc_self` when looked up.

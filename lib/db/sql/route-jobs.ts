@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { inArray, sql, type SQL } from "drizzle-orm";
+import { fillPlaceholders, inArray, sql, type Query, type SQL } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import type { OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
@@ -23,7 +24,7 @@ export async function enqueueRouteJob(
     with job as (
       insert into webhook_route_job (message, run_at)
       select stored.message, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond'
-      from (${storedRouteMessage(message, options.owner)}) stored
+      from (${storedRouteMessage(JSON.stringify(message), options.owner, (message as { resourceId?: string }).resourceId)}) stored
       returning id, message ->> 'account' as account
     )
     select id, account, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
@@ -36,25 +37,37 @@ export async function enqueueRouteJob(
  * (the publisher's, which needs nothing back), with the name its SQL is
  * prepared under (one per owner strategy); wake the workers with
  * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it. `owner` as for `enqueueRouteJob`.
+ * The SQL is built once per owner strategy: a request only fills in its values.
  */
-export function routeJobInsert(message: unknown, owner?: OwnerStrategy): { query: SQL; name: string } {
-  return {
-    query: sql`insert into webhook_route_job (message) select stored.message from (${storedRouteMessage(message, owner)}) stored`,
-    name: routeJobInsertName(owner),
-  };
+export function routeJobInsert(message: unknown, owner?: OwnerStrategy): { query: Query; name: string } {
+  const insert = compiledInsert(owner);
+  const values = { message: JSON.stringify(message), resourceId: (message as { resourceId?: string }).resourceId };
+  return { query: { sql: insert.sql, params: fillPlaceholders(insert.params, values) }, name: insert.name };
 }
 
-const insertNames = new Map<string, string>();
+interface CompiledInsert extends Query {
+  name: string;
+}
 
-/** A statement name per owner strategy: its SQL differs only by the strategy. */
-function routeJobInsertName(owner: OwnerStrategy | undefined): string {
-  const key = JSON.stringify(owner ?? null);
-  let name = insertNames.get(key);
-  if (name === undefined) {
-    name = `hooklane_route_job_${createHash("sha256").update(key).digest("hex").slice(0, 16)}`;
-    insertNames.set(key, name);
-  }
-  return name;
+const dialect = new PgDialect();
+const unownedInsert = compileInsert(undefined);
+/** Catalogue entries are built once, so their owner strategies are the same objects on every request. */
+const ownedInserts = new WeakMap<OwnerStrategy, CompiledInsert>();
+
+function compiledInsert(owner: OwnerStrategy | undefined): CompiledInsert {
+  if (owner === undefined) return unownedInsert;
+  let insert = ownedInserts.get(owner);
+  if (insert === undefined) ownedInserts.set(owner, (insert = compileInsert(owner)));
+  return insert;
+}
+
+function compileInsert(owner: OwnerStrategy | undefined): CompiledInsert {
+  const stored = storedRouteMessage(sql.placeholder("message"), owner, sql.placeholder("resourceId"));
+  const query = dialect.sqlToQuery(
+    sql`insert into webhook_route_job (message) select stored.message from (${stored}) stored`,
+  );
+  // A name per distinct SQL text: two strategies that read the same (two "self" entries) share one statement.
+  return { ...query, name: `hooklane_route_job_${createHash("sha256").update(query.sql).digest("hex").slice(0, 16)}` };
 }
 
 /**
@@ -66,15 +79,14 @@ function routeJobInsertName(owner: OwnerStrategy | undefined): string {
  * the owner up itself only for a message without `account`
  * (`hooklane_event_owner`, migration 0022).
  */
-function storedRouteMessage(message: unknown, owner: OwnerStrategy | undefined): SQL {
-  const given = sql`${JSON.stringify(message)}::jsonb`;
+function storedRouteMessage(messageJson: unknown, owner: OwnerStrategy | undefined, resourceId: unknown): SQL {
+  const given = sql`${messageJson}::jsonb`;
   if (owner === undefined) return sql`select ${given} as message`;
-  const resourceId = (message as { resourceId: string }).resourceId;
   return sql`select ${given} || jsonb_build_object('account', ${ownerOf(owner, resourceId)}) as message`;
 }
 
 /** The account that owns `resourceId` under `owner`, as an SQL text expression (null when there is none). */
-function ownerOf(owner: OwnerStrategy, resourceId: string): SQL {
+function ownerOf(owner: OwnerStrategy, resourceId: unknown): SQL {
   switch (owner.kind) {
     case "self":
       return sql`${resourceId}::text`;
