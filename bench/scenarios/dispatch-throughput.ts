@@ -126,26 +126,32 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
       payload: benchEventBody(`evt_${tag}_${i}`, `${tag}_${i}`),
     }));
 
-  /** Times one round: `enqueue` starts the clock; the ledger count stops it. */
+  /** One batch of `deliveries`: `enqueue` starts the clock, the ledger count (`recorded`) stops it. */
+  async function drain(label: string, enqueue: () => Promise<void>, recorded: () => Promise<number>) {
+    const before = await recorded();
+    await context.subscriber.call("reset");
+    const started = now();
+    await enqueue();
+    const delivered = await waitForDeliveries(context, {
+      label,
+      count: deliveries,
+      recordedTarget: before + deliveries,
+      recorded,
+      deadline: deliveryDeadline(deliveries),
+    });
+    return { ...delivered, started };
+  }
+
+  /** Times one round. */
   async function measure(
     name: string,
     into: ContestantResult,
     enqueue: () => Promise<void>,
     recorded: () => Promise<number>,
   ): Promise<void> {
-    const before = await recorded();
-    await context.subscriber.call("reset");
-    const started = now();
-    await enqueue();
-    const delivered = await waitForDeliveries(context, {
-      label: name,
-      count: deliveries,
-      recordedTarget: before + deliveries,
-      recorded,
-      deadline: deliveryDeadline(deliveries),
-    });
+    const delivered = await drain(name, enqueue, recorded);
     if (!delivered.complete) into.incomplete = true;
-    const rate = delivered.complete ? (deliveries * 1_000) / (delivered.doneAt - started) : NaN;
+    const rate = delivered.complete ? (deliveries * 1_000) / (delivered.doneAt - delivered.started) : NaN;
     into.rounds.push(rate);
     context.progress(`${name}: ${rate.toFixed(0)} deliveries/s${delivered.complete ? "" : " (deadline reached)"}`);
   }
@@ -156,18 +162,9 @@ export async function dispatchThroughput(context: BenchContext): Promise<Through
     enqueue: (drain: number) => Promise<void>,
     recorded: () => Promise<number>,
   ): Promise<void> {
-    for (let drain = 1; drain <= WARM_UP_DRAINS; drain++) {
-      const before = await recorded();
-      await context.subscriber.call("reset");
-      await enqueue(drain);
-      const delivered = await waitForDeliveries(context, {
-        label: `${name} warm-up`,
-        count: deliveries,
-        recordedTarget: before + deliveries,
-        recorded,
-        deadline: deliveryDeadline(deliveries),
-      });
-      if (!delivered.complete) throw new Error(`${name}: warm-up drain ${drain} did not finish before its deadline`);
+    for (let n = 1; n <= WARM_UP_DRAINS; n++) {
+      const delivered = await drain(`${name} warm-up`, () => enqueue(n), recorded);
+      if (!delivered.complete) throw new Error(`${name}: warm-up drain ${n} did not finish before its deadline`);
     }
   }
 

@@ -50,12 +50,13 @@ interface CompiledInsert extends Query {
 }
 
 const dialect = new PgDialect();
-const unownedInsert = compileInsert(undefined);
+/** Compiled on first use, not at start-up (only the publisher needs it). */
+let unownedInsert: CompiledInsert | undefined;
 /** Catalogue entries are built once, so their owner strategies are the same objects on every request. */
 const ownedInserts = new WeakMap<OwnerStrategy, CompiledInsert>();
 
 function compiledInsert(owner: OwnerStrategy | undefined): CompiledInsert {
-  if (owner === undefined) return unownedInsert;
+  if (owner === undefined) return (unownedInsert ??= compileInsert(undefined));
   let insert = ownedInserts.get(owner);
   if (insert === undefined) ownedInserts.set(owner, (insert = compileInsert(owner)));
   return insert;
