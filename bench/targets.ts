@@ -13,11 +13,16 @@ export interface TargetVerdict {
 const FAN_OUT_TARGET_WEBHOOKS = 10_000;
 const BACKLOG_TARGET_DISPATCHES = 100_000;
 const MB = 1_048_576;
-/** Light load, 2xx → receipt (SPEC's p50; the p99 is issue 18's). */
+/** Light load, 2xx → receipt: the p50 and p99 targets. */
 const LIGHT_P50_MS = 8;
 const LIGHT_P99_MS = 25;
 /** End to end through the API, as a share of the API's own throughput with the flag off, in the same run (SPEC). */
 const END_TO_END_SHARE = 0.6;
+/** The lane as a share of the raw loopback POST ceiling: SPEC's target, and the goal beyond it. */
+const CEILING_SHARE = 0.35;
+const CEILING_GOAL = 0.5;
+/** The lane over the same pipeline on each peer (SPEC). */
+const PEER_RATIO = 1.5;
 
 /** SPEC's "Targets", each judged from this run's figures. */
 export function evaluateTargets(results: BenchResults): TargetVerdict[] {
@@ -31,11 +36,11 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
   const versus = (peer: "pg-boss" | "bullmq"): TargetVerdict => {
     const other = throughput?.contestants[peer];
     return {
-      target: `ahead of the same pipeline on ${peer === "pg-boss" ? "pg-boss" : "BullMQ"}`,
+      target: `≥ ${PEER_RATIO}× the same pipeline on ${peer === "pg-boss" ? "pg-boss" : "BullMQ"}`,
       figure: other?.skipped
         ? `skipped: ${other.skipped}`
         : `${count(lane)} vs ${count(other?.median ?? NaN)} deliveries/s (${ratio(lane / (other?.median ?? NaN))})`,
-      met: judge(lane / (other?.median ?? NaN), (r) => r > 1),
+      met: judge(lane / (other?.median ?? NaN), (r) => r >= PEER_RATIO),
     };
   };
   return [
@@ -95,11 +100,11 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
       met: judge(e2e?.light.latency.p99 ?? NaN, (p) => p <= LIGHT_P99_MS),
     },
     {
-      target: "≥ 50 % of the raw loopback POST ceiling",
+      target: `≥ ${CEILING_SHARE * 100} % of the raw loopback POST ceiling (goal ${CEILING_GOAL * 100} %)`,
       figure: throughput
         ? `${percent(lane / throughput.contestants.ceiling.median)} (${count(lane)} of ${count(throughput.contestants.ceiling.median)}/s)`
         : "—",
-      met: judge(lane / (throughput?.contestants.ceiling.median ?? NaN), (r) => r >= 0.5),
+      met: judge(lane / (throughput?.contestants.ceiling.median ?? NaN), (r) => r >= CEILING_SHARE),
     },
     versus("pg-boss"),
     versus("bullmq"),
