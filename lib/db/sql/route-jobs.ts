@@ -20,11 +20,12 @@ export async function enqueueRouteJob(
   message: unknown,
   options: { notBeforeMs?: number; owner?: OwnerStrategy } = {},
 ): Promise<{ id: number; account: string | null }> {
+  const stored = routeMessageValues(message);
   const [row] = await database.rows<{ id: number | string; account: string | null }>(sql`
     with job as (
       insert into webhook_route_job (message, run_at)
       select stored.message, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond'
-      from (${storedRouteMessage(JSON.stringify(message), options.owner, (message as { resourceId?: string }).resourceId)}) stored
+      from (${storedRouteMessage(stored.message, options.owner, stored.resourceId)}) stored
       returning id, message ->> 'account' as account
     )
     select id, account, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
@@ -41,8 +42,18 @@ export async function enqueueRouteJob(
  */
 export function routeJobInsert(message: unknown, owner?: OwnerStrategy): { query: Query; name: string } {
   const insert = compiledInsert(owner);
-  const values = { message: JSON.stringify(message), resourceId: (message as { resourceId?: string }).resourceId };
-  return { query: { sql: insert.sql, params: fillPlaceholders(insert.params, values) }, name: insert.name };
+  return {
+    query: { sql: insert.sql, params: fillPlaceholders(insert.params, routeMessageValues(message)) },
+    name: insert.name,
+  };
+}
+
+/**
+ * What a stored route message is built from (a compiled insert's placeholders): its JSON, and the resource id its
+ * owner is read by.
+ */
+function routeMessageValues(message: unknown): { message: string; resourceId: string | undefined } {
+  return { message: JSON.stringify(message), resourceId: (message as { resourceId?: string }).resourceId };
 }
 
 interface CompiledInsert extends Query {
