@@ -1,6 +1,14 @@
 import { parseArgs } from "node:util";
 
-export const SCENARIOS = ["publisher", "end-to-end", "fan-out", "throughput", "backlog", "fairness"] as const;
+export const SCENARIOS = [
+  "publisher",
+  "end-to-end",
+  "fan-out",
+  "throughput",
+  "backlog",
+  "fairness",
+  "scale-out",
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /** How big each scenario is; `--quick` shrinks everything to fit a CI smoke run. */
@@ -25,6 +33,11 @@ export interface BenchSizes {
     slowMs: number;
     backlogPerSlowWebhook: number;
   };
+  /**
+   * `events` route jobs (each heard by 8 webhooks) drained by 1 and by 4 workers in each of `rounds`, after an
+   * unmeasured batch of `events` per worker.
+   */
+  scaleOut: { events: number; rounds: number };
   /** POSTs in flight per worker (the lane's WEBHOOK_CONCURRENCY, the peers', the ceiling's). */
   concurrency: number;
   /** Keep-alive sockets to the subscriber (WEBHOOK_CONNECTIONS_PER_ORIGIN, and the same for the others). */
@@ -38,6 +51,7 @@ const FULL: BenchSizes = {
   throughput: { deliveries: 10_000, rounds: 4 },
   backlog: { starts: 5, dispatches: 100_000 },
   fairness: { warmup: 50, events: 1_000, rate: 100, slowWebhooks: 1, slowMs: 3_000, backlogPerSlowWebhook: 2_000 },
+  scaleOut: { events: 2_400, rounds: 3 },
   concurrency: 200,
   connections: 16,
 };
@@ -49,6 +63,7 @@ const QUICK: BenchSizes = {
   throughput: { deliveries: 1_000, rounds: 1 },
   backlog: { starts: 2, dispatches: 5_000 },
   fairness: { warmup: 20, events: 100, rate: 50, slowWebhooks: 1, slowMs: 2_000, backlogPerSlowWebhook: 200 },
+  scaleOut: { events: 160, rounds: 1 },
   concurrency: 200,
   connections: 16,
 };

@@ -225,26 +225,37 @@ function npmScriptNodeArgs(name: string): string[] {
 // USER_HZ: the unit of /proc/<pid>/stat's times on every Linux Node runs on.
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/** The fields of /proc/<pid>/stat after the parenthesised command name (which may itself contain spaces). */
+function statFields(pid: number): string[] | undefined {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * utime + stime of a live process from /proc/<pid>/stat, in milliseconds; NaN once it exited. With `reaped`, plus
  * the children it has waited for (cutime + cstime: a postmaster's exited backends and autovacuum workers).
  */
 export function processCpuMs(pid: number, reaped = false): number {
-  try {
-    // Fields after the parenthesised command name, which may itself contain spaces.
-    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-    const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
-    return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
-  } catch {
-    return NaN;
-  }
+  const fields = statFields(pid);
+  if (!fields) return NaN;
+  const ticks = Number(fields[11]) + Number(fields[12]) + (reaped ? Number(fields[13]) + Number(fields[14]) : 0);
+  return (ticks * 1_000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** The parent of a live process; NaN once it exited. */
+export function parentPid(pid: number): number {
+  return Number(statFields(pid)?.[1] ?? NaN);
 }
 
 /**
  * CPU of every PostgreSQL process now alive on this machine, and of those its postmaster reaped, in milliseconds
- * (from /proc: only meaningful with the server on this host and nothing else using it).
+ * (from /proc: only meaningful with the server on this host and nothing else using it). With `postmaster`, only
+ * that server's: its postmaster and the processes it started, so another cluster on the machine does not count.
  */
-export function postgresCpuMs(): number {
+export function postgresCpuMs(postmaster?: number): number {
   let ms = 0;
   for (const pid of readdirSync("/proc")) {
     if (!/^\d+$/.test(pid)) continue;
@@ -254,7 +265,9 @@ export function postgresCpuMs(): number {
     } catch {
       continue; // gone meanwhile
     }
-    const cpu = command === "postgres" ? processCpuMs(Number(pid), true) : NaN;
+    if (command !== "postgres") continue;
+    if (postmaster !== undefined && Number(pid) !== postmaster && parentPid(Number(pid)) !== postmaster) continue;
+    const cpu = processCpuMs(Number(pid), true);
     if (!Number.isNaN(cpu)) ms += cpu;
   }
   return ms;

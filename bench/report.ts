@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { topEntries } from "./activity-sampler.ts";
 import type { BenchSizes } from "./bench-options.ts";
 import { formatProfileSummary, type ProfileSummary } from "./cpuprofile-summary.ts";
 import { count, mb, ms, percent, ratio } from "./format.ts";
@@ -10,6 +11,7 @@ import type { EndToEndResult } from "./scenarios/end-to-end.ts";
 import type { FairnessResult, HealthyWebhook } from "./scenarios/fairness.ts";
 import type { FanOutResult } from "./scenarios/fan-out.ts";
 import type { PublisherResult } from "./scenarios/publisher-overhead.ts";
+import type { ScaleOutConfiguration, ScaleOutResult } from "./scenarios/scale-out.ts";
 import { median } from "./stats.ts";
 import { barChartSvg, type Bar } from "./svg-bar-chart.ts";
 import { evaluateTargets } from "./targets.ts";
@@ -32,6 +34,7 @@ export interface BenchResults {
     throughput?: ThroughputResult;
     backlog?: BacklogResult;
     fairness?: FairnessResult;
+    "scale-out"?: ScaleOutResult;
   };
   /** Scenario name (or `setup`) → what went wrong. */
   errors: Record<string, string>;
@@ -43,6 +46,7 @@ export function incompleteScenarios(results: BenchResults): string[] {
   const { throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
+  const scale = results.scenarios["scale-out"];
   return [
     ...(e2e && (e2e.light.arrived < e2e.light.events || e2e.loaded.arrived < e2e.loaded.events) ? ["end-to-end"] : []),
     ...(fan && !fan.complete ? ["fan-out"] : []),
@@ -51,6 +55,7 @@ export function incompleteScenarios(results: BenchResults): string[] {
       : []),
     ...(backlog && !backlog.complete ? ["backlog"] : []),
     ...(fairness && !fairness.complete ? ["fairness"] : []),
+    ...(scale && !scale.complete ? ["scale-out"] : []),
   ];
 }
 
@@ -61,6 +66,7 @@ export function resultRows(results: BenchResults): Row[] {
   const { publisher, throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
+  const scale = results.scenarios["scale-out"];
   const { sizes } = results;
   const rows: Row[] = [];
   for (const variant of publisher?.variants ?? []) {
@@ -165,6 +171,52 @@ export function resultRows(results: BenchResults): Row[] {
     rows.push(
       healthy("same origin as the slow ones", fairness.sameOrigin),
       healthy("another origin", fairness.otherOrigin),
+    );
+  }
+  if (scale) {
+    const backlog = `${count(scale.events)} events × ${scale.origins} webhooks, ${scale.accounts} accounts × ${scale.origins} origins`;
+    const configuration = (c: ScaleOutConfiguration, compared: string): Row => [
+      `8 scale-out: ${c.workers} lane worker${c.workers === 1 ? "" : "s"} (${backlog})`,
+      `${count(c.median)} /s; CPU/delivery: workers ${count(median(c.workerCpuUs))} µs, ` +
+        `PostgreSQL ${count(median(c.postgresCpuUs))} µs (its lane sessions ${count(median(c.sessionCpuUs))} µs), ` +
+        `subscriber ${count(median(c.subscriberCpuUs))} µs; ${median(c.transactionsPerDelivery).toFixed(2)} transactions/delivery`,
+      compared,
+    ];
+    const waits = (c: ScaleOutConfiguration): Row[] => [
+      [
+        `8 scale-out: ${c.workers} worker${c.workers === 1 ? "" : "s"}, pg_stat_activity every 25 ms`,
+        `${percent(c.activity.lockWaiting / c.activity.active)} of active sessions waiting on a lock ` +
+          `(rounds: ${c.lockWaitShares.map((share) => percent(share)).join(" · ")}; ${count(c.activity.samples)} samples, ` +
+          `${(c.activity.active / c.activity.samples).toFixed(1)} active on average)`,
+        `top: ${topEntries(c.activity.waitEvents, 4)
+          .map(([event, n]) => `${event} ${percent(n / c.activity.active)}`)
+          .join(", ")}`,
+      ],
+      ...topEntries(c.activity.lockWaits, 3).map(([wait, n]): Row => [
+        `8 scale-out: ${c.workers} worker${c.workers === 1 ? "" : "s"}, a lock wait (blocked ← blocker)`,
+        wait,
+        `${percent(n / c.activity.lockWaiting)} of the lock waits`,
+      ]),
+    ];
+    rows.push(
+      configuration(scale.oneWorker, `median of ${scale.oneWorker.rounds.length} rounds`),
+      ...waits(scale.oneWorker),
+      configuration(
+        scale.fourWorkers,
+        `${ratio(scale.ratio)} of 1 worker (median of ${scale.ratios.map((r) => ratio(r)).join(" · ")})`,
+      ),
+      ...waits(scale.fourWorkers),
+      ...scale.projection.map((projection): Row => [
+        `8 scale-out, projected (not measured): P from ${projection.basis}`,
+        projection.machines
+          .map(
+            (m) =>
+              `${m.cores} cores: ${m.workers} workers + ${m.postgresCores} for PostgreSQL → ${count(m.deliveriesPerSecond)} /s (bound by ${m.boundBy})`,
+          )
+          .join("; "),
+        `min(workers / W, PostgreSQL's cores / P), a core per worker, W ${count(projection.workerCpuUs)} µs and ` +
+          `P ${count(projection.postgresCpuUs)} µs per delivery as with 4 workers here; nothing else binding`,
+      ]),
     );
   }
   return rows;

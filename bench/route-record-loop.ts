@@ -1,5 +1,5 @@
-// The lane's database work for events that arrive through the API, alone: route jobs routed, their dispatches
-// leased and recorded, in a loop, no HTTP, on a throwaway database. Prints, per event, the wall time of each
+// The lane's database work for events that arrive through the API, alone: route jobs routed and their dispatches
+// claimed (one statement), then recorded, in a loop, no HTTP, on a throwaway database. Prints, per event, the wall time of each
 // statement and the CPU every PostgreSQL process on this machine spent (from /proc, so run it on a quiet machine
 // with the server on this host). `--batch` is how many route jobs a route statement takes, and so how many attempts
 // a record statement carries: the end-to-end scenario's worker sees ten or fewer at a time under load.
@@ -9,9 +9,9 @@
 // BENCH_DATABASE_URL is the admin URL (default postgres://postgres@127.0.0.1:5432/postgres).
 import { parseArgs } from "node:util";
 import { sql } from "drizzle-orm";
-import { claimDispatches } from "../lib/db/sql/claim-dispatches.ts";
 import { recordAttempts } from "../lib/db/sql/record-attempts.ts";
-import { enqueueRouteJob, routeJobs } from "../lib/db/sql/route-jobs.ts";
+import { routeAndClaim } from "../lib/db/sql/route-and-claim.ts";
+import { enqueueRouteJob } from "../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { createBenchDatabase } from "./bench-database.ts";
 import { BREAKER_RULE, succeeded } from "./loop-records.ts";
@@ -54,8 +54,8 @@ try {
   }
 
   let done = 0;
-  let claim = 0;
-  const ms = { route: 0, claim: 0, record: 0 };
+  let cursor = "";
+  const ms = { step: 0, record: 0 };
   const timed = async <T>(part: keyof typeof ms, run: () => Promise<T>): Promise<T> => {
     const at = performance.now();
     try {
@@ -67,27 +67,22 @@ try {
   const cpuBefore = postgresCpuMs();
   const started = performance.now();
   for (let round = 0; round < 2 * events && done < events; round++) {
-    const routed = await timed("route", () =>
-      routeJobs(db.database, {
+    const step = await timed("step", () =>
+      routeAndClaim(db.database, {
         workerId: WORKER,
-        limit: batch,
+        routeLimit: batch,
         routeLeaseMs: 30_000,
         rulesJson: ROUTE_RULES_JSON,
         claimLimit: batch,
         leaseMs: 30_000,
         caps,
-        claim: ++claim,
-        largeFanOut: 1_000,
+        after: cursor,
+        held: {},
       }),
     );
-    let leased = routed.leased;
-    if (leased.length < routed.dispatches) {
-      const more = await timed("claim", () =>
-        claimDispatches(db.database, { workerId: WORKER, limit: batch, leaseMs: 30_000, caps, claim: ++claim }),
-      );
-      leased = [...leased, ...more.dispatches];
-    }
-    if (leased.length === 0 && routed.found === 0) break;
+    cursor = step.claim?.cursor ?? cursor;
+    const leased = step.claim?.dispatches ?? [];
+    if (leased.length === 0 && step.found === 0) break;
     const records = succeeded(leased);
     await timed("record", () => recordAttempts(db.database, WORKER, records, BREAKER_RULE));
     done += records.length;
@@ -96,7 +91,7 @@ try {
   const perEvent = (value: number) => `${Math.round((value * 1_000) / done)} µs`;
   console.log(
     `${done} events, route statements of up to ${batch}: per event wall ${perEvent(wallMs)}, ` +
-      `route ${perEvent(ms.route)}, claim ${perEvent(ms.claim)}, record ${perEvent(ms.record)}, ` +
+      `route and claim ${perEvent(ms.step)}, record ${perEvent(ms.record)}, ` +
       `PostgreSQL CPU ${perEvent(postgresCpuMs() - cpuBefore)}`,
   );
 } finally {

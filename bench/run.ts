@@ -21,6 +21,7 @@ import { endToEnd } from "./scenarios/end-to-end.ts";
 import { fairness } from "./scenarios/fairness.ts";
 import { fanOut } from "./scenarios/fan-out.ts";
 import { publisherOverhead } from "./scenarios/publisher-overhead.ts";
+import { scaleOut } from "./scenarios/scale-out.ts";
 import type { SubscriberReady } from "./subscriber.ts";
 
 const SCENARIO_RUNNERS: Record<ScenarioName, (context: BenchContext) => Promise<unknown>> = {
@@ -30,6 +31,7 @@ const SCENARIO_RUNNERS: Record<ScenarioName, (context: BenchContext) => Promise<
   throughput: dispatchThroughput,
   backlog: backlogMemory,
   fairness,
+  "scale-out": scaleOut,
 };
 
 let options;

@@ -2,13 +2,18 @@
 // node:http receiver that answers 200 and records, per POST, its arrival time
 // (on the clock the load generator also uses), its path, and the body's `id`
 // and `data.id`. For the fault drills it can also answer late, and be taken
-// down and brought back on the same port.
-import { createServer } from "node:http";
+// down and brought back on the same port. With BENCH_SUBSCRIBER_PORTS=n it
+// listens on n ports at once, each a distinct origin to the lane's caps,
+// recording every port's POSTs in the one list.
+import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serveRpc } from "./rpc.ts";
 
 export interface SubscriberReady {
+  /** The first port's URL. */
   url: string;
+  /** Every port's URL, the first one first. */
+  urls: string[];
 }
 
 /** What arrived since the last reset, in arrival order. */
@@ -30,7 +35,7 @@ let answerAfterMs = 0;
 /** Paths starting with `prefix` are answered `ms` after they arrive (a slow webhook beside healthy ones). */
 let slowPaths: { prefix: string; ms: number } | undefined;
 
-const server = createServer((req, res) => {
+const handle: RequestListener = (req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.on("end", () => {
@@ -52,9 +57,14 @@ const server = createServer((req, res) => {
       waiting = undefined;
     }
   });
-});
-server.keepAliveTimeout = 60_000;
-server.headersTimeout = 65_000;
+};
+
+function newServer(): Server {
+  const server = createServer(handle);
+  server.keepAliveTimeout = 60_000;
+  server.headersTimeout = 65_000;
+  return server;
+}
 
 function parse(body: string): { id?: unknown; data?: { id?: unknown } } | undefined {
   try {
@@ -64,7 +74,7 @@ function parse(body: string): { id?: unknown; data?: { id?: unknown } } | undefi
   }
 }
 
-function listen(port: number): Promise<number> {
+function listen(server: Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => {
@@ -74,7 +84,14 @@ function listen(port: number): Promise<number> {
   });
 }
 
-const port = await listen(0);
+const portCount = Number(process.env.BENCH_SUBSCRIBER_PORTS ?? "1");
+if (!Number.isInteger(portCount) || portCount < 1 || portCount > 64) {
+  throw new Error(`BENCH_SUBSCRIBER_PORTS must be an integer from 1 to 64, not ${process.env.BENCH_SUBSCRIBER_PORTS}`);
+}
+const servers = Array.from({ length: portCount }, newServer);
+const ports: number[] = [];
+for (const server of servers) ports.push(await listen(server, 0));
+const urls = ports.map((port) => `http://127.0.0.1:${port}`);
 serveRpc(
   {
     reset() {
@@ -106,13 +123,17 @@ serveRpc(
       slowPaths = ms > 0 ? { prefix, ms } : undefined;
     },
     /** Stops listening and drops every open connection: senders get refused connections. */
-    down() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
-      return closed;
+    async down() {
+      await Promise.all(
+        servers.map((server) => {
+          const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+          server.closeAllConnections();
+          return closed;
+        }),
+      );
     },
-    /** Listens again on the same port. */
-    up: () => listen(port).then(() => undefined),
+    /** Listens again on the same ports. */
+    up: () => Promise.all(servers.map((server, i) => listen(server, ports[i]!))).then(() => undefined),
   },
-  { url: `http://127.0.0.1:${port}` } satisfies SubscriberReady,
+  { url: urls[0]!, urls } satisfies SubscriberReady,
 );

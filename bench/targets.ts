@@ -23,13 +23,18 @@ const CEILING_SHARE = 0.35;
 const CEILING_GOAL = 0.5;
 /** The lane over the same pipeline on each peer (SPEC). */
 const PEER_RATIO = 1.5;
+/** Four lane workers over one (deliveries per second), and the share of active sessions left waiting on a lock. */
+const SCALE_OUT_RATIO = 0.95;
+const SCALE_OUT_LOCK_WAIT_SHARE = 0.05;
 
 /** SPEC's "Targets", each judged from this run's figures. */
 export function evaluateTargets(results: BenchResults): TargetVerdict[] {
   const { publisher, throughput, backlog, fairness } = results.scenarios;
   const e2e = results.scenarios["end-to-end"];
   const fan = results.scenarios["fan-out"];
+  const scale = results.scenarios["scale-out"];
   const lane = throughput?.contestants.hooklane.median ?? NaN;
+  const fourWorkersLockWaits = scale ? scale.fourWorkers.activity.lockWaiting / scale.fourWorkers.activity.active : NaN;
   // The API alone, flag off, measured in this run: what the end-to-end figure is a share of.
   const apiAlone = publisher?.variants.find((variant) => variant.key === "off")?.median;
   const endToEndRatio = (e2e?.loaded.sustainedDeliveriesPerSecond ?? NaN) / (apiAlone ?? NaN);
@@ -143,6 +148,22 @@ export function evaluateTargets(results: BenchResults): TargetVerdict[] {
           `(beside ${count(fairness.slowWebhooks)} webhook${fairness.slowWebhooks === 1 ? "" : "s"} answering in ${ms(fairness.slowMs)})`
         : "—",
       met: judge(Math.max(fairness?.sameOrigin.p95Ratio ?? NaN, fairness?.otherOrigin.p95Ratio ?? NaN), (r) => r <= 2),
+    },
+    {
+      target: `scale-out: 4 lane workers ≥ ${SCALE_OUT_RATIO}× the throughput of 1`,
+      figure: scale
+        ? `${ratio(scale.ratio)} (median of ${scale.ratios.map((r) => ratio(r)).join(" · ")}; ` +
+          `${count(scale.fourWorkers.median)} against ${count(scale.oneWorker.median)} deliveries/s, ${results.machine.cpus} cores)`
+        : "—",
+      met: judge(scale?.ratio ?? NaN, (r) => r >= SCALE_OUT_RATIO),
+    },
+    {
+      target: `scale-out: ≤ ${SCALE_OUT_LOCK_WAIT_SHARE * 100} % of the database's active sessions waiting on a lock with 4 workers`,
+      figure: scale
+        ? `${percent(fourWorkersLockWaits)} of ${count(scale.fourWorkers.activity.active)} active session-samples ` +
+          `(1 worker: ${percent(scale.oneWorker.activity.lockWaiting / scale.oneWorker.activity.active)})`
+        : "—",
+      met: judge(fourWorkersLockWaits, (share) => share <= SCALE_OUT_LOCK_WAIT_SHARE),
     },
   ];
 }

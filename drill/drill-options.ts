@@ -53,7 +53,8 @@ export interface DrillOptions {
   retrySchedule: string;
 }
 
-export const USAGE = `usage: npm run drill -- [--quick] [--only ${DRILLS.join(",")}]
+export const USAGE = `usage: npm run drill -- [--quick] [--workers N] [--only ${DRILLS.join(",")}]
+  --workers  lane workers beside the API, 1 to 8 (default 2)
   PG_BIN  folder of initdb and pg_ctl (default: the newest /usr/lib/postgresql/<version>/bin)`;
 
 /** Parses the command line; throws with the usage on anything it does not know. */
@@ -63,6 +64,7 @@ export function parseDrillOptions(argv: readonly string[], env: NodeJS.ProcessEn
     options: {
       quick: { type: "boolean", default: false },
       only: { type: "string" },
+      workers: { type: "string", default: "2" },
       help: { type: "boolean", default: false },
     },
   });
@@ -71,13 +73,16 @@ export function parseDrillOptions(argv: readonly string[], env: NodeJS.ProcessEn
   for (const name of only ?? []) {
     if (!(DRILLS as readonly string[]).includes(name)) throw new Error(`unknown drill ${name}\n${USAGE}`);
   }
+  const workers = Number(values.workers);
+  if (!Number.isInteger(workers) || workers < 1 || workers > 8)
+    throw new Error(`--workers ${values.workers}: 1 to 8\n${USAGE}`);
   // `npm run drill --quick` (without `--`) reaches us only as npm's own config variable.
   const quick = values.quick || env.npm_config_quick === "true";
   return {
     quick,
     drills: (only as DrillName[] | undefined) ?? DRILLS,
     sizes: quick ? QUICK : FULL,
-    workers: 2,
+    workers,
     retrySchedule: "1s,2s,4s,8s,16s",
   };
 }

@@ -13,6 +13,9 @@ export interface PostgresCluster {
   /** Superuser URL of its `postgres` database (trust authentication, loopback only). */
   readonly url: string;
   readonly port: number;
+  /** Its data folder, and the folder of the binaries it runs (initdb, pg_ctl, pg_waldump…). */
+  readonly dataDir: string;
+  readonly binDir: string;
   /** The server's own log. */
   readonly logFile: string;
   /** `pg_ctl restart -m fast`: every session is cut, the server is back when this resolves. */
@@ -97,6 +100,8 @@ export async function createPostgresCluster(): Promise<PostgresCluster> {
   return {
     url,
     port,
+    dataDir,
+    binDir: bin,
     logFile,
     restart: () => pgCtl("restart", "-m", "fast", "-l", logFile, "-o", options),
     stop: (mode) => pgCtl("stop", "-m", mode),

@@ -213,7 +213,8 @@ async function ledgerQuiet(stack: DrillStack, withinMs: number): Promise<void> {
   const deadline = now() + withinMs;
   while (now() < deadline) {
     const [row] = await stack.cluster.query<{ open: number }>(`
-      select (select count(*)::int from webhook_dispatch where status = 'pending' or locked_until > now())
+      select (select count(*)::int from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id
+              where d.status = 'pending' or o.locked_until > now())
         + (select count(*)::int from webhook_route_job) as open
     `);
     if (row!.open === 0) return;

@@ -45,7 +45,8 @@ const watchdog = setTimeout(() => {
 process.once("SIGINT", () => process.exit(130));
 
 console.log(
-  `hooklane fault drills (${options.quick ? "quick" : "full"}): ${availableParallelism()} CPUs, ` +
+  `hooklane fault drills (${options.quick ? "quick" : "full"}, ${options.workers} lane workers): ` +
+    `${availableParallelism()} CPUs, ` +
     `load ${loadavg()
       .map((l) => l.toFixed(2))
       .join(" ")}; results in ${resultsDir}`,

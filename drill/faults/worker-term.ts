@@ -23,7 +23,7 @@ export function workerTerm(sizes: DrillSizes): DrillPlan {
       });
       // Right away: a lease left behind would only show until it ran out.
       const [row] = await stack.cluster.query<{ n: number }>(
-        `select (select count(*)::int from webhook_dispatch where locked_by = $1 and locked_until is not null)
+        `select (select count(*)::int from webhook_dispatch_open where locked_by = $1 and locked_until is not null)
            + (select count(*)::int from webhook_route_job where locked_by = $1 and locked_until is not null) as n`,
         [workerId ?? ""],
       );

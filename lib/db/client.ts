@@ -7,7 +7,9 @@ import pg from "pg";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
-import { applyMigrations, MIGRATIONS_FOLDER, verifySchema } from "./migrations.ts";
+import { applyMigrations, MIGRATIONS_FOLDER, refuseOlderHistory, verifySchema } from "./migrations.ts";
+// Imported, not read from disk: a function bundle is traced from its imports, and always carries it.
+import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
 import { NotifyCoalescer, TransactionLink, type PipelinedLink } from "./pipelined-transaction.ts";
 import * as schema from "./schema.ts";
 
@@ -283,6 +285,11 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     import("drizzle-orm/pglite/migrator"),
   ]);
   const client = options.pglite ?? (await (await import("@electric-sql/pglite")).PGlite.create(dataDir));
+  const applied = await client
+    .query<{ first: string | null }>("select min(created_at)::text as first from drizzle.__drizzle_migrations")
+    .catch(() => undefined);
+  const first = applied?.rows[0]?.first;
+  refuseOlderHistory(first == null ? null : Number(first), journal.entries[0]?.when);
   await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS_FOLDER });
   const counter = queryCounter();
   const db = drizzlePglite(client, { schema, logger: counter }) as unknown as Db;

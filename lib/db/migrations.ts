@@ -50,6 +50,10 @@ export async function applyMigrations(
     await tx.rows(sql`
       create table if not exists drizzle.__drizzle_migrations (id serial primary key, hash text not null, created_at bigint)
     `);
+    const [first] = await tx.rows<{ created_at: string | number }>(
+      sql`select created_at from drizzle.__drizzle_migrations order by created_at limit 1`,
+    );
+    refuseOlderHistory(first ? Number(first.created_at) : null, migrations[0]?.folderMillis);
     const [last] = await tx.rows<{ created_at: string | number }>(
       sql`select created_at from drizzle.__drizzle_migrations order by created_at desc limit 1`,
     );
@@ -61,6 +65,20 @@ export async function applyMigrations(
       `);
     }
   });
+}
+
+/**
+ * Throws when the database's first migration came before this code's first
+ * (`baseline`): a database made by a release from before the migrations were
+ * squashed into one baseline, which cannot be migrated in place.
+ */
+export function refuseOlderHistory(firstApplied: number | null, baseline: number | undefined): void {
+  if (firstApplied === null || baseline === undefined || firstApplied >= baseline) return;
+  throw new Error(
+    "this database was made by a release whose migrations came before the baseline they were squashed into; " +
+      "it cannot be migrated in place: start from an empty database (the embedded one: delete its folder, " +
+      ".hooklane/ by default)",
+  );
 }
 
 /**

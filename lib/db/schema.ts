@@ -219,9 +219,11 @@ export const TEST_EVENT_TYPE = "webhook.test";
 export type TestMode = (typeof TEST_MODES)[number];
 
 /**
- * The delivery ledger: one row per event x webhook. The row is the commitment;
- * the queue only carries it. `locked_until` is the lease a worker holds while
- * the attempt is in flight.
+ * The delivery ledger: one row per event x webhook, and the commitment: it is
+ * written once when the event is routed and rewritten by each attempt's
+ * record. Every index is on a column those records never change, so a record
+ * is a heap-only update. While the dispatch is open (`pending`, `error`) it
+ * also has a row in `webhook_dispatch_open`, which is all the lane's claims read.
  */
 export const webhookDispatch = pgTable(
   "webhook_dispatch",
@@ -246,14 +248,8 @@ export const webhookDispatch = pgTable(
     run: integer("run").notNull().default(1),
     /** The recovery job that last put this dispatch back to pending, if any. */
     recoveryId: text("recovery_id"),
+    /** When the next attempt is planned (what the API shows); the open row's copy is what claims read. */
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
-    lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
-    lockedBy: text("locked_by"),
-    /**
-     * Push transports: a deliver message is expected to carry this row by then,
-     * so the sweeper leaves it alone. Unused by the postgres transport.
-     */
-    queuedUntil: timestamp("queued_until", { withTimezone: true, mode: "date" }),
     lastStatusCode: integer("last_status_code"),
     lastError: text("last_error"),
     /** A `webhook.test` event's test mode; null: sent as every event is. */
@@ -266,46 +262,60 @@ export const webhookDispatch = pgTable(
     // A test mode can never change how a real event is signed or sent.
     check("webhook_dispatch_test_mode_check", sql`${t.testMode} is null or ${t.eventType} = 'webhook.test'`),
     uniqueIndex("webhook_dispatch_event_webhook_key").on(t.eventId, t.webhookId),
-    index("webhook_dispatch_due_idx")
-      .on(t.nextAttemptAt)
-      .where(sql`${t.status} in ('pending', 'error')`),
+    // The delivery log, newest first; the auto-disable rule's window.
     index("webhook_dispatch_webhook_created_idx").on(t.webhookId, t.createdAt),
     // Searching the delivery log: by resource, and by type over a window (by event id: the unique key above).
+    // Retention walks the type index too, oldest first.
     index("webhook_dispatch_resource_idx").on(t.resourceId),
     index("webhook_dispatch_type_created_idx").on(t.eventType, t.createdAt),
-    // The auto-disable rule asks each webhook for its latest success.
-    index("webhook_dispatch_webhook_success_idx")
-      .on(t.webhookId, t.completedAt)
-      .where(sql`${t.status} = 'success'`),
-    // Retention prunes finished dispatches, the longest finished first.
-    index("webhook_dispatch_finished_idx")
-      .on(t.completedAt)
-      .where(sql`${t.status} in ('success', 'exhausted', 'skipped')`),
     index("webhook_dispatch_recovery_idx")
       .on(t.recoveryId)
       .where(sql`${t.recoveryId} is not null`),
-    // The fair claim walks webhooks with open dispatches, each one's earliest first.
-    index("webhook_dispatch_webhook_due_idx")
-      .on(t.webhookId, t.nextAttemptAt)
-      .where(sql`${t.status} in ('pending', 'error')`),
-    // No index reads `locked_until` or `locked_by`: a lease and its renewals are heap-only updates. The claim's
-    // caps count deliveries in flight from `webhook_lane_in_flight`, not from the leases.
+    // No index reads status, next_attempt_at or completed_at: an attempt's record rewrites them heap-only.
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
 
+/**
+ * The open dispatches: one narrow row per dispatch that is `pending` or
+ * `error`, inserted with it and deleted when it finishes. It holds what the
+ * lane's claims read and write, so leasing a dispatch never rewrites the
+ * ledger row: when it is next due (the ledger's `next_attempt_at`, kept
+ * equal by every statement that sets it), and the lease a worker holds on it
+ * while its attempt runs. No foreign key (a check per insert): a dispatch's
+ * deletion takes its open row with it (trigger `webhook_dispatch_gone`).
+ */
+export const webhookDispatchOpen = pgTable(
+  "webhook_dispatch_open",
+  {
+    dispatchId: text("dispatch_id").primaryKey(),
+    webhookId: text("webhook_id").notNull(),
+    nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    /** The lease: until when `locked_by` holds it. Not indexed, so a lease and its renewals are heap-only updates. */
+    lockedUntil: timestamp("locked_until", { withTimezone: true, mode: "date" }),
+    lockedBy: text("locked_by"),
+    /**
+     * Push transports: a deliver message is expected to carry this dispatch by
+     * then, so the sweeper leaves it alone. Unused by the postgres transport.
+     */
+    queuedUntil: timestamp("queued_until", { withTimezone: true, mode: "date" }),
+  },
+  // The claim's walk: webhooks in id order, each one's earliest first.
+  (t) => [index("webhook_dispatch_open_webhook_due_idx").on(t.webhookId, t.nextAttemptAt)],
+);
+export type WebhookDispatchOpen = typeof webhookDispatchOpen.$inferSelect;
+
 export const ATTEMPT_OUTCOMES = ["success", "retry", "failed", "blocked"] as const;
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
-/** One row per POST: what was sent, what came back, how long it took. */
+/** One row per POST: what was sent, what came back, how long it took. Appended, never changed. */
 export const webhookAttempt = pgTable(
   "webhook_attempt",
   {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
     /**
-     * The dispatch it belongs to. No foreign key: its per-row check locked the dispatch once more for every
-     * attempt recorded. The record statement locks the row itself (migration 0029), and deleting a dispatch
-     * deletes its attempts (trigger `webhook_dispatch_attempts_gone`).
+     * The dispatch it belongs to. No foreign key: its check per row locked the dispatch once more for every
+     * attempt recorded. The record statement writes an attempt only for a dispatch it updated or locked, and
+     * deleting a dispatch deletes its attempts (trigger `webhook_dispatch_gone`).
      */
     dispatchId: text("dispatch_id").notNull(),
     run: integer("run").notNull().default(1),
@@ -323,9 +333,10 @@ export const webhookAttempt = pgTable(
     nextAttemptAt: timestamp("next_attempt_at", { withTimezone: true, mode: "date" }),
   },
   (t) => [
-    uniqueIndex("webhook_attempt_dispatch_run_attempt_key").on(t.dispatchId, t.run, t.attempt),
-    // Retention prunes the oldest attempts first.
-    index("webhook_attempt_started_idx").on(t.startedAt),
+    primaryKey({ columns: [t.dispatchId, t.run, t.attempt] }),
+    // Retention finds the old ones by start: appended in time order, so a block range index is all it needs, and
+    // costs an attempt's record next to nothing.
+    index("webhook_attempt_started_idx").using("brin", t.startedAt).with({ autosummarize: true }),
   ],
 );
 export type WebhookAttempt = typeof webhookAttempt.$inferSelect;
@@ -375,25 +386,24 @@ export const webhookWorker = pgTable("webhook_worker", {
 });
 
 /**
- * Deliveries in flight per webhook, one row per lane worker (a Vercel
- * invocation is a worker too): what the fair claim's caps count. A worker's
- * claim writes its row under the claim's lock, from what the worker knows it
- * has in flight, what its claims the worker has not heard back from took
- * (`recent`), and what this claim took, so between its claims the row can
- * only overstate; its lease keeper keeps `until` ahead, and a worker that
- * dies stops counting when its leases run out.
+ * The in-flight book: what each lane worker (a Vercel invocation is one) has
+ * in flight, per webhook, origin and owning account. A worker's claim writes
+ * its own row, from what the worker says it has running and what the claim
+ * took; a claim reads the other workers' rows for the webhook, origin and
+ * account it takes from, under their locks. Between its claims a worker's
+ * row can only overstate. Its lease keeper keeps `until` ahead, and a worker
+ * that dies stops counting when its leases run out.
  */
 export const webhookLaneInFlight = pgTable("webhook_lane_in_flight", {
   worker: text("worker").primaryKey(),
   /** Counted until then: the worker's leases run out by then too unless it renews them. */
   until: timestamp("until", { withTimezone: true, mode: "date" }).notNull(),
-  /** Webhook id → deliveries this worker has in flight. */
+  /** Webhook id → deliveries in flight. */
   byWebhook: jsonb("by_webhook").$type<Record<string, number>>().notNull(),
-  /**
-   * Claim number → what that claim took, per webhook, for the worker's claims its next claims may not know
-   * of yet (two of a worker's claims can be in flight at once: the route stage's and the deliver loop's).
-   */
-  recent: jsonb("recent").$type<Record<string, Record<string, number>>>().notNull().default({}),
+  /** Origin → deliveries in flight. */
+  byOrigin: jsonb("by_origin").$type<Record<string, number>>().notNull(),
+  /** Owning account (`""` for global webhooks) → deliveries in flight. */
+  byAccount: jsonb("by_account").$type<Record<string, number>>().notNull(),
 });
 
 /**
@@ -436,12 +446,21 @@ export const webhookHealthHour = pgTable(
   (t) => [primaryKey({ columns: [t.webhookId, t.hour, t.bucket] }), index("webhook_health_hour_hour_idx").on(t.hour)],
 );
 
-/** Attempts recorded per minute, lane-wide: the lane's recent throughput. Kept like `webhook_health_hour`. */
-export const webhookLaneMinute = pgTable("webhook_lane_minute", {
-  minute: timestamp("minute", { withTimezone: true, mode: "date" }).primaryKey(),
-  attempts: integer("attempts").notNull(),
-  succeeded: integer("succeeded").notNull(),
-});
+/**
+ * Attempts recorded per minute, lane-wide: the lane's recent throughput. Kept like `webhook_health_hour`, in one
+ * of sixteen rows a minute picked by the recording worker's id, so that workers recording at once do not queue on
+ * one row; readers add them up.
+ */
+export const webhookLaneMinute = pgTable(
+  "webhook_lane_minute",
+  {
+    minute: timestamp("minute", { withTimezone: true, mode: "date" }).notNull(),
+    shard: smallint("shard").notNull().default(0),
+    attempts: integer("attempts").notNull(),
+    succeeded: integer("succeeded").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.minute, t.shard] })],
+);
 
 /** Messages that failed their schema: kept for inspection, never retried. */
 export const webhookPoisonMessage = pgTable("webhook_poison_message", {

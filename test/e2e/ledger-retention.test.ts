@@ -1,6 +1,6 @@
 import { and, count, eq, inArray, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
+import { webhook, webhookAttempt, webhookDispatch, webhookDispatchOpen } from "../../lib/db/schema.ts";
 import { LEDGER_PRUNE_BATCH, pruneLedgerTask } from "../../lib/webhook/sweeper/prune-ledger.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { insertLedgerRows } from "../support/ledger-rows.ts";
@@ -110,14 +110,15 @@ describe("retention: the sweeper prunes old attempts and finished dispatches in 
       tag: "held",
     });
     const mine = eq(webhookDispatch.webhookId, id);
+    const theirOpenRows = eq(webhookDispatchOpen.webhookId, id);
     // An attempt holds them while the webhook is deleted, so the delete leaves them open…
     await db
-      .update(webhookDispatch)
+      .update(webhookDispatchOpen)
       .set({ lockedUntil: sql`now() + interval '1 minute'`, lockedBy: "busy" })
-      .where(mine);
+      .where(theirOpenRows);
     expect((await harness.call("DELETE", `/v3/webhooks/${id}`, OWNER)).status).toBe(200);
     // …and records them as failing afterwards: open, on a webhook nothing claims any more.
-    await db.update(webhookDispatch).set({ lockedUntil: null, lockedBy: null }).where(mine);
+    await db.update(webhookDispatchOpen).set({ lockedUntil: null, lockedBy: null }).where(theirOpenRows);
     expect((await db.select().from(webhookDispatch).where(mine)).map((row) => row.status)).toEqual(
       Array(3).fill("error"),
     );

@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
+import { webhook, webhookAttempt, webhookDispatch, webhookDispatchOpen } from "../../lib/db/schema.ts";
 import { listenDeliverySchema, type ListenDelivery } from "../../lib/webhook/listen/listen-messages.ts";
 import { sweepWithin } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
@@ -144,7 +144,12 @@ describe("listen sessions, served in process", () => {
       .select()
       .from(webhookDispatch)
       .where(eq(webhookDispatch.id, delivery.dispatch));
-    expect(row).toMatchObject({ status: "pending", attemptCount: 0, lockedBy: delivery.lease });
+    expect(row).toMatchObject({ status: "pending", attemptCount: 0 });
+    const [open] = await harness.hooklane.database.db
+      .select()
+      .from(webhookDispatchOpen)
+      .where(eq(webhookDispatchOpen.dispatchId, delivery.dispatch));
+    expect(open).toMatchObject({ lockedBy: delivery.lease });
 
     const twice = [report(delivery, 200), report(delivery, 500)];
     expect((await session.results(twice)).body).toEqual({

@@ -2,7 +2,7 @@ import { count, eq } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHooklane } from "../../lib/create-hooklane.ts";
 import { createVercelLane } from "../../lib/create-vercel-lane.ts";
-import { webhookDispatch, webhookRouteJob } from "../../lib/db/schema.ts";
+import { webhookDispatch, webhookDispatchOpen, webhookRouteJob } from "../../lib/db/schema.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { handleRouteMessage } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { DELIVER_MESSAGE_GRACE_MS } from "../../lib/webhook/transport/vercel/vercel-transport.ts";
@@ -59,8 +59,8 @@ describe("the vercel transport facing the queue service's answers", () => {
     expect(harness.hooklane.transport.sent).toMatchObject({ refused: 1 });
     const [row] = await harness.hooklane.database.db
       .select()
-      .from(webhookDispatch)
-      .where(eq(webhookDispatch.id, ids[0]!));
+      .from(webhookDispatchOpen)
+      .where(eq(webhookDispatchOpen.dispatchId, ids[0]!));
     expect(row!.queuedUntil).toBeNull(); // carried by nothing: the next sweep's
     expect(await harness.sweep()).toEqual({ routes: 0, dispatches: 1 });
     await receiver.waitFor(1, { filter: (p) => p.headers["hooklane-event-id"] === "evt_throttled_0001" });
@@ -107,7 +107,16 @@ describe("the vercel transport facing the queue service's answers", () => {
     expect((await renameAccount(harness)).status).toBe(200);
     await receiver.waitFor(1);
     const [dispatch] = await eventually(
-      () => harness.hooklane.database.db.select().from(webhookDispatch).where(eq(webhookDispatch.webhookId, webhookId)),
+      () =>
+        harness.hooklane.database.db
+          .select({
+            eventId: webhookDispatch.eventId,
+            attemptCount: webhookDispatch.attemptCount,
+            lockedUntil: webhookDispatchOpen.lockedUntil,
+          })
+          .from(webhookDispatch)
+          .innerJoin(webhookDispatchOpen, eq(webhookDispatchOpen.dispatchId, webhookDispatch.id))
+          .where(eq(webhookDispatch.webhookId, webhookId)),
       (rows) => rows[0]?.attemptCount === 1 && rows[0].lockedUntil === null,
     );
     const retry = await eventually(

@@ -5,6 +5,7 @@ import type { SweepReport } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { exhaustedDispatches } from "../support/outage-dispatches.ts";
+import { openDispatches } from "../support/open-dispatches.ts";
 
 const ADMIN = { account: "acc_ops", admin: true };
 const BACKLOG = { routes: 2_000, stranded: 2_000, recovered: 1_000 };
@@ -48,6 +49,7 @@ it("sweeps a backlog larger than its budget in turns: every phase advances, the 
     select 'evt_stranded_' || lpad(n::text, 6, '0'), 'account.updated', ${stranded}, 'acc_alice', '{}'
     from generate_series(1, ${BACKLOG.stranded}) as n
   `);
+  await openDispatches(database);
   const outage = exhaustedDispatches(recovered, "acc_alice", BACKLOG.recovered, 90, "outage");
   for (let i = 0; i < outage.length; i += 500)
     await database.db.insert(webhookDispatch).values(outage.slice(i, i + 500));

@@ -7,8 +7,8 @@ import { succeededAttempt } from "../support/attempt-records.ts";
 import { eventually } from "../support/eventually.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 
-// An attempt belongs to its dispatch without a foreign key (migration 0029): the record statement locks the rows
-// it writes attempts for, and deleting dispatches deletes their attempts. Real PostgreSQL, two sessions.
+// An attempt belongs to its dispatch without a foreign key: the record statement locks the rows it writes attempts
+// for, and deleting dispatches deletes their attempts (trigger webhook_dispatch_gone). Real PostgreSQL, two sessions.
 
 const WORKER = "attempt-integrity";
 const BREAKER: BreakerRule = { threshold: 5, openBaseMs: 1_000, openMaxMs: 60_000, connectionClasses: ["timeout"] };
@@ -36,13 +36,19 @@ beforeEach(async () => {
   `);
 });
 
-/** A dispatch of `webhook`, leased to `worker`. */
+/** A dispatch of `webhook`, its open row leased to `worker`. */
 async function dispatch(webhook: string, tag: string, worker = WORKER): Promise<string> {
   const [row] = await database.rows<{ id: string }>(sql`
-    insert into webhook_dispatch (event_id, event_type, webhook_id, payload, locked_by, locked_until)
-    values (${`evt_${tag}`}, 'account.created', ${webhook}, '{"data":{"id":"acc_1"}}', ${worker},
-      now() + interval '1 minute')
-    returning id
+    with made as (
+      insert into webhook_dispatch (event_id, event_type, webhook_id, payload)
+      values (${`evt_${tag}`}, 'account.created', ${webhook}, '{"data":{"id":"acc_1"}}')
+      returning id, webhook_id, next_attempt_at
+    ),
+    opened as (
+      insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, locked_by, locked_until)
+      select id, webhook_id, next_attempt_at, ${worker}, now() + interval '1 minute' from made
+    )
+    select id from made
   `);
   return row!.id;
 }
@@ -76,8 +82,11 @@ it("deletes a dispatch's attempts with it, whoever deletes it", async () => {
   await recordAttempts(database, WORKER, [succeededAttempt(ended, "wh_b")], BREAKER);
   expect(await attemptsOf([pruned, kept, ended])).toBe(3);
 
-  // Retention: finished long ago (only this one), pruned with its attempts whatever their age.
-  await database.rows(sql`update webhook_dispatch set completed_at = now() - interval '40 days' where id = ${pruned}`);
+  // Retention: created and finished long ago (only this one), pruned with its attempts whatever their age.
+  await database.rows(sql`
+    update webhook_dispatch set created_at = now() - interval '40 days', completed_at = now() - interval '40 days'
+    where id = ${pruned}
+  `);
   const step = await pruneLedger(database, { cutoff: new Date(Date.now() - 30 * 86_400_000), limit: 100 });
   expect(step.dispatches).toBe(1);
   expect(await attemptsOf([pruned])).toBe(0);
@@ -127,15 +136,18 @@ it("records the attempt of a lease that ran out, and a delete waits for that rec
     expect(written!.n).toBe(1);
     // The record holds the row (FOR KEY SHARE) until it commits: deleting the dispatch waits for it.
     deleting = database.rows(sql`delete from webhook_dispatch where id = ${taken}`);
-    const [row] = await database.rows<{ status: string; locked_by: string }>(
-      sql`select status, locked_by from webhook_dispatch where id = ${taken}`,
-    );
+    const [row] = await database.rows<{ status: string; locked_by: string }>(sql`
+      select d.status, o.locked_by from webhook_dispatch d join webhook_dispatch_open o on o.dispatch_id = d.id
+      where d.id = ${taken}
+    `);
     expect(row).toEqual({ status: "pending", locked_by: "another-worker" });
     await lockWaitOf("delete from webhook_dispatch");
   });
   await deleting;
-  // It went, with the attempt the record wrote before it.
+  // It went, with its open row and the attempt the record wrote before it.
   expect(await attemptsOf([taken])).toBe(0);
+  const [open] = await database.rows<{ n: number }>(sql`select count(*)::int as n from webhook_dispatch_open`);
+  expect(open!.n).toBe(0);
   const [left] = await database.rows<{ n: number }>(sql`select count(*)::int as n from webhook_attempt`);
   expect(left!.n).toBe(0);
 });

@@ -2,10 +2,11 @@ import { count, eq, sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
 import { webhook, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
 import { claimDispatches, forgetInFlight } from "../../lib/db/sql/claim-dispatches.ts";
-import { routeJobs } from "../../lib/db/sql/route-jobs.ts";
+import { routeAndClaim } from "../../lib/db/sql/route-and-claim.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { DELIVER_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import { eventually } from "../support/eventually.ts";
+import { openDispatches } from "../support/open-dispatches.ts";
 import { startHarness, type Driver, type Harness } from "../support/harness.ts";
 import { postgresFactory } from "../support/postgres.ts";
 import { startReceiver, type ReceivedPost, type Reply, type TestReceiver } from "../support/receiver.ts";
@@ -223,11 +224,12 @@ describe("isolation on the lane", () => {
         post.aborted ?? false,
       ]);
       const ledger = await harness.hooklane.database.rows(sql`
-        select d.event_id, d.status, d.attempt_count, d.locked_by, d.locked_until,
+        select d.event_id, d.status, d.attempt_count, o.locked_by, o.locked_until,
           (select json_agg(json_build_object('attempt', a.attempt, 'error', a.error_class, 'startedAt', a.started_at))
            from webhook_attempt a where a.dispatch_id = d.id) as attempts
         from webhook_dispatch d join webhook w on w.id = d.webhook_id
-        where w.url like '%/slow' and (d.attempt_count > 0 or d.locked_by is not null)
+          left join webhook_dispatch_open o on o.dispatch_id = d.id
+        where w.url like '%/slow' and (d.attempt_count > 0 or o.locked_by is not null)
       `);
       console.log(`slow webhook over its cap: posts ${JSON.stringify(posts)}; ledger ${JSON.stringify(ledger)}`);
     }
@@ -246,6 +248,7 @@ describe("isolation on the lane", () => {
         payload: "{}",
       })),
     );
+    await openDispatches(harness.hooklane.database);
     const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
     const claim = (workerId: string, held: Record<string, number> = {}, leaseMs = 60_000) =>
       claimDispatches(harness.hooklane.database, { workerId, limit: 10, leaseMs, caps, held }).then((claimed) =>
@@ -253,7 +256,8 @@ describe("isolation on the lane", () => {
       );
     const book = () =>
       harness.hooklane.database.rows<{ worker: string; by_webhook: Record<string, number> }>(
-        sql`select worker, by_webhook from webhook_lane_in_flight order by worker`,
+        // The rows that count: a dead worker's stays until the sweeper forgets it, counting nothing.
+        sql`select worker, by_webhook from webhook_lane_in_flight where until > now() order by worker`,
       );
     const first = await claim("w1");
     expect(first).toHaveLength(2);
@@ -267,9 +271,13 @@ describe("isolation on the lane", () => {
     expect(first).not.toContain(next[0]);
     expect(await book()).toEqual([{ worker: "w1", by_webhook: { [webhookId]: 2 } }]);
     expect(await claim("w2")).toHaveLength(0);
-    // w1 dies: nothing renews its row or its last lease, and once they run out w2 has both slots.
+    // w1 dies: nothing renews its row or its leases (here cut to a second from now), and once they run out w2 has
+    // both slots.
     await harness.hooklane.database.rows(
-      sql`update webhook_dispatch set locked_until = now() + interval '1 second' where locked_by = 'w1'`,
+      sql`update webhook_dispatch_open set locked_until = now() + interval '1 second' where locked_by = 'w1'`,
+    );
+    await harness.hooklane.database.rows(
+      sql`update webhook_lane_in_flight set until = now() + interval '1 second' where worker = 'w1'`,
     );
     const taken = await eventually(
       () => claim("w2"),
@@ -278,60 +286,6 @@ describe("isolation on the lane", () => {
     );
     expect(taken).toHaveLength(2);
     expect(await book()).toEqual([{ worker: "w2", by_webhook: { [webhookId]: 2 } }]);
-  });
-
-  it("counts what a worker's overlapping claims took, whichever runs first: its caps hold across its route stage and deliver loop", async () => {
-    const harness = await setUp({ lane: false });
-    const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/overlap");
-    await harness.hooklane.database.db.insert(webhookDispatch).values(
-      Array.from({ length: 10 }, (_, i) => ({
-        eventId: `evt_overlap_${i}`,
-        eventType: "payment-debt.created",
-        webhookId,
-        account: "acc_alice",
-        payload: "{}",
-      })),
-    );
-    const caps = { perWebhook: 4, perOrigin: 100, perAccount: 100 };
-    const claim = (
-      workerId: string,
-      limit: number,
-      ticket: { held: Record<string, number>; claim: number; pending: number[] },
-    ) =>
-      claimDispatches(harness.hooklane.database, { workerId, limit, leaseMs: 60_000, caps, ...ticket }).then(
-        (claimed) => claimed.dispatches.length,
-      );
-    const book = async () =>
-      (
-        await harness.hooklane.database.rows<{ by_webhook: Record<string, number>; recent: object }>(
-          sql`select by_webhook, recent from webhook_lane_in_flight where worker = 'w1'`,
-        )
-      )[0];
-    // w1 sends claim 1, then claim 2 before hearing back from 1; 2 reaches the database first and takes 3.
-    expect(await claim("w1", 3, { held: {}, claim: 2, pending: [1] })).toBe(3);
-    // Claim 1 knew nothing of claim 2, but the book does: one slot is left, not four.
-    expect(await claim("w1", 3, { held: {}, claim: 1, pending: [] })).toBe(1);
-    expect(await book()).toEqual({
-      by_webhook: { [webhookId]: 4 },
-      recent: { 1: { [webhookId]: 1 }, 2: { [webhookId]: 3 } },
-    });
-    // And the other order: claim 4 sent while claim 3 is out, 3 written first; 4 counts what 3 took.
-    await harness.hooklane.database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null`);
-    expect(await claim("w1", 2, { held: {}, claim: 3, pending: [] })).toBe(2);
-    expect(await claim("w1", 3, { held: {}, claim: 4, pending: [3] })).toBe(2);
-    // Once w1 has heard back from both, its next claim says so in `held` and the book forgets them.
-    expect(await claim("w1", 3, { held: { [webhookId]: 4 }, claim: 5, pending: [] })).toBe(0);
-    expect(await book()).toEqual({ by_webhook: { [webhookId]: 4 }, recent: {} });
-    expect(await claim("w2", 3, { held: {}, claim: 1, pending: [] })).toBe(0);
-
-    // Three at once. w3 sends claim 1; while it is out, claim 2 (written first, takes 2) comes back, and claim 3
-    // goes out knowing claim 2's rows as its own (`held`) and claim 1 as pending. Claim 3 is written next: it
-    // must keep what claim 2 took in the book, because claim 1, written last, has not heard of it.
-    await forgetInFlight(harness.hooklane.database, "w1");
-    await harness.hooklane.database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null`);
-    expect(await claim("w3", 2, { held: {}, claim: 2, pending: [1] })).toBe(2);
-    expect(await claim("w3", 3, { held: { [webhookId]: 2 }, claim: 3, pending: [1] })).toBe(2);
-    expect(await claim("w3", 3, { held: {}, claim: 1, pending: [] })).toBe(0);
   });
 
   it("says rows were held back when a claim fills a webhook's room under its cap, so a finished attempt claims again", async () => {
@@ -348,7 +302,13 @@ describe("isolation on the lane", () => {
         payload: "{}",
       }));
     await harness.hooklane.database.db.insert(webhookDispatch).values(rows(capped, "acc_alice", 5));
+    await openDispatches(harness.hooklane.database);
     const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
+    const finish = (webhookId: string) =>
+      harness.hooklane.database.rows(sql`
+        with gone as (delete from webhook_dispatch_open where webhook_id = ${webhookId} returning dispatch_id)
+        update webhook_dispatch set status = 'success' where id in (select dispatch_id from gone)
+      `);
     const claim = (after = "") =>
       claimDispatches(harness.hooklane.database, { workerId: "w1", limit: 10, leaseMs: 60_000, caps, after });
     // The claim takes the webhook's whole room (2 of 5 due) and visits nothing else: three rows wait on the cap.
@@ -357,23 +317,19 @@ describe("isolation on the lane", () => {
     expect(first.waitMs).not.toBeNull();
     expect(first.waitMs!).toBeLessThanOrEqual(250);
     // Starting after that webhook (the round-robin cursor), the same.
-    await harness.hooklane.database.db
-      .update(webhookDispatch)
-      .set({ status: "success", lockedUntil: null, lockedBy: null })
-      .where(eq(webhookDispatch.webhookId, capped));
+    await finish(capped);
     await harness.hooklane.database.db
       .insert(webhookDispatch)
       .values(rows(capped, "acc_alice", 5).map((row) => ({ ...row, eventId: `${row.eventId}_b` })));
+    await openDispatches(harness.hooklane.database);
     const again = await claim(first.cursor);
     expect(again.dispatches).toHaveLength(2);
     expect(again.waitMs!).toBeLessThanOrEqual(250);
 
     // A rate limit, not a cap, bounding a turn is no reason to claim again when an attempt finishes.
-    await harness.hooklane.database.db
-      .update(webhookDispatch)
-      .set({ status: "success", lockedUntil: null })
-      .where(eq(webhookDispatch.webhookId, capped));
+    await finish(capped);
     await harness.hooklane.database.db.insert(webhookDispatch).values(rows(limited, "acc_bob", 5));
+    await openDispatches(harness.hooklane.database);
     const paced = await claim();
     // A bucket of 2/s holds one token: one row now, the next when its token is in (500 ms), not at the cap's recheck.
     expect(paced.dispatches).toHaveLength(1);
@@ -382,73 +338,78 @@ describe("isolation on the lane", () => {
     expect(paced.waitMs!).toBeLessThanOrEqual(500);
   });
 
-  it("hands the route stage's new dispatches to its worker only under the caps and the breaker; a dead worker's run out and another claims them", async () => {
+  it("has a step claim the dispatches it routes under the caps and the breaker; a dead worker's run out and another claims them", async () => {
     const harness = await setUp({ lane: false });
     const { database } = harness.hooklane;
     const webhookId = await subscribe(harness, "acc_alice", "http://127.0.0.1:8080/handed");
     await createDebts(harness, "acc_alice", 5); // 5 route jobs in the outbox, nobody routing them
     const caps = { perWebhook: 2, perOrigin: 100, perAccount: 100 };
-    const route = (workerId: string, claimLimit: number, leaseMs = 60_000, held: Record<string, number> = {}) =>
-      routeJobs(database, {
+    const step = (workerId: string, claimLimit: number, leaseMs = 60_000, held: Record<string, number> = {}) =>
+      routeAndClaim(database, {
         workerId,
-        limit: 100,
+        routeLimit: 100,
         routeLeaseMs: 5_000,
         rulesJson: ROUTE_RULES_JSON,
         claimLimit,
         leaseMs,
         caps,
+        after: "",
         held,
-        largeFanOut: 1_000,
       });
     const leases = () =>
-      database.rows<{ locked_by: string | null; leased: boolean; attempt_count: number }>(sql`
-        select locked_by, locked_until > now() as leased, attempt_count from webhook_dispatch
-        where webhook_id = ${webhookId} order by locked_by nulls last
+      database.rows<{ locked_by: string | null; attempt_count: number }>(sql`
+        select o.locked_by, d.attempt_count
+        from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id
+        where o.webhook_id = ${webhookId} order by o.locked_by nulls last
       `);
 
-    // One statement: every job routed and gone, 2 of the 5 new rows leased to w1 (the per-webhook cap), 3 pending.
-    const first = await route("w1", 100, 1_500);
+    // One statement: every job routed and gone, 2 of the 5 new rows leased to w1 (the per-webhook cap), 3 due.
+    const first = await step("w1", 100, 1_500);
     expect(first).toMatchObject({ found: 5, routed: [1, 1, 1, 1, 1], dispatches: 5, left: [] });
-    expect(first.leased.map((d) => [d.webhookId, d.attempt])).toEqual([
+    expect(first.claim!.dispatches.map((d) => [d.webhookId, d.attempt])).toEqual([
       [webhookId, 1],
       [webhookId, 1],
     ]);
     expect(await database.rows(sql`select 1 from webhook_route_job`)).toEqual([]);
     expect((await leases()).map((row) => row.locked_by)).toEqual(["w1", "w1", null, null, null]);
-    // The handed-off rows count against the cap for every worker's claim.
+    // They count against the cap for every worker's claim.
     const claim = (workerId: string) =>
       claimDispatches(database, { workerId, limit: 10, leaseMs: 60_000, caps }).then((c) => c.dispatches);
     expect(await claim("w2")).toEqual([]);
 
-    // The worker's own room: another event, with the cap lifted, leases no more than the slots it was given.
+    // A step claims no more than the slots it was given, whatever the caps allow.
     await createDebts(harness, "acc_alice", 3);
-    const limited = await routeJobs(database, {
+    const limited = await routeAndClaim(database, {
       workerId: "w3",
-      limit: 100,
+      routeLimit: 100,
       routeLeaseMs: 5_000,
       rulesJson: ROUTE_RULES_JSON,
       claimLimit: 1,
       leaseMs: 60_000,
       caps: { perWebhook: 100, perOrigin: 100, perAccount: 100 },
-      largeFanOut: 1_000,
+      after: "",
+      held: {},
     });
     expect(limited).toMatchObject({ found: 3, dispatches: 3 });
-    expect(limited.leased).toHaveLength(1);
+    expect(limited.claim!.dispatches).toHaveLength(1);
     // w3's attempt is over and recorded, and w3 stops.
-    await database.rows(sql`update webhook_dispatch set locked_until = null, locked_by = null where locked_by = 'w3'`);
+    await database.rows(
+      sql`update webhook_dispatch_open set locked_until = null, locked_by = null where locked_by = 'w3'`,
+    );
     await forgetInFlight(database, "w3");
 
     // An open breaker: the new row waits, leased to nobody.
     await database.rows(sql`update webhook set breaker_open_until = now() + interval '1 hour' where id = ${webhookId}`);
     await createDebts(harness, "acc_alice", 1);
-    const held = await route("w1", 100, 1_500, { [webhookId]: 2 });
-    expect(held).toMatchObject({ found: 1, dispatches: 1, leased: [] });
+    const held = await step("w1", 100, 1_500, { [webhookId]: 2 });
+    expect(held).toMatchObject({ found: 1, dispatches: 1 });
+    expect(held.claim!.dispatches).toEqual([]);
     await database.rows(sql`update webhook set breaker_open_until = null where id = ${webhookId}`);
 
     // w1 dies before its POSTs: nobody renews its leases, they run out, and w2 claims those rows at attempt 1
-    // (the rows never handed off are set aside here, so only w1's are due).
+    // (the rows never leased are set aside here, so only w1's are due).
     await database.rows(sql`
-      update webhook_dispatch set next_attempt_at = now() + interval '1 hour'
+      update webhook_dispatch_open set next_attempt_at = now() + interval '1 hour'
       where webhook_id = ${webhookId} and locked_by is null
     `);
     const taken = await eventually(
@@ -457,7 +418,7 @@ describe("isolation on the lane", () => {
       { timeoutMs: 10_000 },
     );
     expect(taken.map((d) => d.attempt)).toEqual([1, 1]);
-    expect(taken.map((d) => d.id).sort()).toEqual(first.leased.map((d) => d.id).sort());
+    expect(taken.map((d) => d.id).sort()).toEqual(first.claim!.dispatches.map((d) => d.id).sort());
   });
 
   it("renews a handed-off row's lease while its POST outlasts it: one POST, no deliver claim, no wake-up", async () => {
@@ -472,10 +433,10 @@ describe("isolation on the lane", () => {
         { timeoutMs: 15_000 },
       ),
     ).toEqual({ success: 1 });
-    // Over three leases long, sent once: the keeper renewed the lease the route stage took for this worker.
+    // Over three leases long, sent once: the keeper renewed the lease the step that routed it took.
     expect(slow.posts).toHaveLength(1);
     expect(await attemptsOf(harness, webhookId)).toHaveLength(1);
-    // The route stage handed it to its deliver loop: nothing was sent to wake a deliver claim.
+    // The step that routed it claimed it: nothing was sent to wake another claim.
     expect(harness.hooklane.transport.sent.deliver).toBe(0);
   });
 

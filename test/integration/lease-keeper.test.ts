@@ -20,9 +20,13 @@ beforeAll(async () => {
     values ('wh_1', 'https://example.com/hook', array['*'], 'sealed', 'test')
   `);
   await database.rows(sql`
-    insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload, locked_by, locked_until)
-    values ('wd_a', 'evt_a', 'account.created', 'wh_1', '{}', 'w1', now() + interval '1 second'),
-           ('wd_b', 'evt_b', 'account.created', 'wh_1', '{}', 'w1', now() + interval '1 second')
+    insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
+    values ('wd_a', 'evt_a', 'account.created', 'wh_1', '{}'), ('wd_b', 'evt_b', 'account.created', 'wh_1', '{}')
+  `);
+  await database.rows(sql`
+    insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, locked_by, locked_until)
+    values ('wd_a', 'wh_1', now(), 'w1', now() + interval '1 second'),
+           ('wd_b', 'wh_1', now(), 'w1', now() + interval '1 second')
   `);
 });
 
@@ -45,11 +49,13 @@ async function someoneWaitsForALock(): Promise<"blocked"> {
 }
 
 it("renews the leases it can lock now and never waits for a row the record statement is writing", async () => {
-  // The record statement: it has written wd_b (its lease released) and goes on to wd_a.
+  // The record statement: it has written wd_b's open row (a retry, its lease released) and goes on to wd_a's.
   const record = new pg.Client({ connectionString: databaseUrl });
   await record.connect();
   await record.query("begin");
-  await record.query(`update webhook_dispatch set locked_until = null, locked_by = null where id = 'wd_b'`);
+  await record.query(
+    `update webhook_dispatch_open set locked_until = null, locked_by = null where dispatch_id = 'wd_b'`,
+  );
 
   const keeper = startLeaseKeeper({
     database,
@@ -67,14 +73,17 @@ it("renews the leases it can lock now and never waits for a row the record state
     // second by throwing one of the two away.
     const first = await Promise.race([keeper.renew().then(() => "renewed" as const), someoneWaitsForALock()]);
     expect(first).toBe("renewed");
-    const [renewed] = await database.rows<{ renewed: boolean }>(
-      sql`select locked_until > now() + interval '30 seconds' as renewed from webhook_dispatch where id = 'wd_a'`,
-    );
+    const [renewed] = await database.rows<{ renewed: boolean }>(sql`
+      select locked_until > now() + interval '30 seconds' as renewed
+      from webhook_dispatch_open where dispatch_id = 'wd_a'
+    `);
     expect(renewed!.renewed).toBe(true);
-    await record.query(`update webhook_dispatch set locked_until = null, locked_by = null where id = 'wd_a'`);
+    await record.query(
+      `update webhook_dispatch_open set locked_until = null, locked_by = null where dispatch_id = 'wd_a'`,
+    );
     await record.query("commit");
     const rows = await database.rows<{ id: string; locked_by: string | null }>(
-      sql`select id, locked_by from webhook_dispatch order by id`,
+      sql`select dispatch_id as id, locked_by from webhook_dispatch_open order by dispatch_id`,
     );
     expect(rows).toEqual([
       { id: "wd_a", locked_by: null },

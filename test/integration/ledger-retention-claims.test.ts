@@ -48,6 +48,7 @@ describe("retention on a large ledger, beside the lane's claims", () => {
       });
     }
     await database.rows(sql`analyze webhook_dispatch`);
+    await database.rows(sql`analyze webhook_dispatch_open`);
     await database.rows(sql`analyze webhook_attempt`);
   }, 600_000);
   afterAll(() => harness?.close());
@@ -69,7 +70,7 @@ describe("retention on a large ledger, beside the lane's claims", () => {
       expect(claim.dispatches.length).toBeGreaterThan(0);
       after = claim.cursor ?? undefined;
       await database.rows(
-        sql`update webhook_dispatch set locked_until = null, locked_by = null where locked_by = ${workerId}`,
+        sql`update webhook_dispatch_open set locked_until = null, locked_by = null where locked_by = ${workerId}`,
       );
       return elapsed;
     };

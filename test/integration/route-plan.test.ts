@@ -2,13 +2,14 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../lib/db/client.ts";
 import type { InFlightCaps } from "../../lib/db/sql/claim-dispatches.ts";
-import { enqueueRouteJob, routeJobs } from "../../lib/db/sql/route-jobs.ts";
+import { routeAndClaim } from "../../lib/db/sql/route-and-claim.ts";
+import { enqueueRouteJob } from "../../lib/db/sql/route-jobs.ts";
 import { ROUTE_RULES_JSON } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { createTestDatabase } from "../support/postgres.ts";
 import { routeStatementOptions } from "../support/route-statement.ts";
 
 // Routing keeps one plan per connection for finding an event's webhooks. Made while there were a handful, that plan
-// used to read every webhook for every event routed afterwards (migrations 0025 and 0026).
+// used to read every webhook for every event routed afterwards (hooklane_route_events, lib/db/functions/).
 
 let database: Database;
 let drop: () => Promise<void>;
@@ -45,21 +46,22 @@ const message = (n: string) => ({
   account: "acc_a",
 });
 
-/** The route loop's statement as worker w1 runs it, leasing none of the new dispatches. */
+/** The lane's step as worker w1 runs it, claiming none of the new dispatches. */
 const routeOptions = routeStatementOptions();
 
-/** Routes one event alone, as the shared consumer does: the ids of the dispatches it created. */
+/** Routes one event alone, as the shared consumer does: the dispatches it created. */
 async function routeOne(db: Database, n: string): Promise<number> {
-  const [row] = await db.rows<{ ids: string[] }>(
-    sql`select hooklane_route_event(${JSON.stringify(message(n))}::jsonb, ${rule}::jsonb) as ids`,
-  );
+  const [row] = await db.rows<{ ids: string[] }>(sql`
+    select ids from hooklane_route_events(
+      array[${JSON.stringify(message(n))}::jsonb], array[${rule}::jsonb])
+  `);
   return row!.ids.length;
 }
 
-/** Routes three events in one route statement, as the route loop does: the dispatches it created. */
+/** Routes three events in one step, as the lane does: the dispatches it created. */
 async function routeBatch(db: Database, n: string): Promise<number> {
   for (const i of [1, 2, 3]) await enqueueRouteJob(db, message(`${n}_${i}`));
-  return (await routeJobs(db, routeOptions)).dispatches;
+  return (await routeAndClaim(db, routeOptions)).dispatches;
 }
 
 it("finds an event's webhooks without reading every webhook, after thousands arrived under a plan made with one", async () => {
@@ -86,77 +88,63 @@ it("finds an event's webhooks without reading every webhook, after thousands arr
   expect(await read((tx) => routeBatch(tx, "afterbatch"))).toEqual({ routed: 3, scanned: 0, fetchedUnder: true });
 });
 
-it("leases a route statement's new dispatches by their keys, not by reading past the webhook's backlog", async () => {
-  // The session's claims are planned first on a small ledger, each leasing what it routed.
-  for (let i = 0; i < 8; i++) {
-    await enqueueRouteJob(database, message(`claimwarm${i}`));
-    expect((await routeJobs(database, { ...routeOptions, claimLimit: 10 })).leased).toHaveLength(1);
-  }
-  // Then wh_a gets 5,000 dispatches due and waiting (a slow subscriber's, say) before one more of its events is routed.
-  await database.rows(sql`
-    insert into webhook_dispatch (event_id, event_type, webhook_id, account, payload)
-    select 'evt_backlog_' || g, 'payment-debt.created', 'wh_a', 'acc_a', '{"data":{"id":"pd_backlog"}}'
-    from generate_series(1, 5000) g
-  `);
-  await enqueueRouteJob(database, message("backlog_new"));
-  const read = await database.transaction(async (tx) => {
-    // The session's counts not yet reported are in the view too: what the route statement adds to them.
-    const counts = async () => {
-      const [row] = await tx.rows<{ idx_tup_fetch: string; seq_tup_read: string }>(sql`
-        select idx_tup_fetch, seq_tup_read from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
-      `);
-      return { fetched: Number(row!.idx_tup_fetch), scanned: Number(row!.seq_tup_read) };
-    };
-    const before = await counts();
-    const routed = await routeJobs(tx, { ...routeOptions, claimLimit: 10 });
-    const after = await counts();
-    return {
-      leased: routed.leased.map((d) => d.eventId),
-      fetched: after.fetched - before.fetched,
-      scanned: after.scanned - before.scanned,
-    };
-  });
-  expect(read.leased).toEqual(["evt_routeplan_backlog_new"]);
-  expect(read.scanned).toBe(0);
-  expect(read.fetched).toBeLessThan(20);
-});
-
-it("writes the dispatches its claim takes once, inserted leased, and gives back the ones it does not take", async () => {
-  const written = async (claimLimit: number, perWebhook: number, n: string, caps: Partial<InFlightCaps> = {}) =>
+it("a step writes each dispatch once: its ledger row inserted and never updated, its open row inserted, and the ones its claim takes leased by a heap-only update of the open row", async () => {
+  // Nothing else open: what the step's claim takes is what it routed.
+  await database.rows(sql`delete from webhook_dispatch_open`);
+  const written = async (n: string, caps: Partial<InFlightCaps> = {}) =>
     database.transaction(async (tx) => {
       for (const i of [1, 2, 3]) await enqueueRouteJob(tx, message(`${n}_${i}`));
-      // The session's counts not yet reported are in the view too: what the route statement adds to them.
+      // This transaction's own counts: what the step adds to them.
       const counts = async () => {
-        const [row] = await tx.rows<{ n_tup_ins: string; n_tup_upd: string }>(sql`
-          select n_tup_ins, n_tup_upd from pg_stat_xact_user_tables where relname = 'webhook_dispatch'
+        const rows = await tx.rows<{ relname: string; inserted: string; updated: string; hot: string }>(sql`
+          select c.relname, pg_stat_get_xact_tuples_inserted(c.oid) as inserted,
+            pg_stat_get_xact_tuples_updated(c.oid) as updated, pg_stat_get_xact_tuples_hot_updated(c.oid) as hot
+          from pg_class c where c.relname in ('webhook_dispatch', 'webhook_dispatch_open')
         `);
-        return { inserted: Number(row!.n_tup_ins), updated: Number(row!.n_tup_upd) };
+        return new Map(rows.map((row) => [row.relname, [Number(row.inserted), Number(row.updated), Number(row.hot)]]));
       };
       const before = await counts();
-      const routed = await routeJobs(tx, {
+      const step = await routeAndClaim(tx, {
         ...routeOptions,
-        claimLimit,
-        caps: { ...routeOptions.caps, perWebhook, ...caps },
+        claimLimit: 10,
+        caps: { ...routeOptions.caps, ...caps },
       });
       const after = await counts();
+      const added = (table: string) => {
+        const [inserted, updated, hotUpdated] = after.get(table)!.map((n, i) => n - before.get(table)![i]!);
+        return { inserted, updated, hotUpdated };
+      };
+      const [leases] = await tx.rows<{ leased: number; free: number }>(sql`
+        select count(*) filter (where o.locked_by = 'w1')::int as leased,
+          count(*) filter (where o.locked_by is null and o.locked_until is null)::int as free
+        from webhook_dispatch d join webhook_dispatch_open o on o.dispatch_id = d.id
+        where d.event_id like ${`evt_routeplan_${n}_%`}
+      `);
       return {
-        leased: routed.leased.length,
-        inserted: after.inserted - before.inserted,
-        updated: after.updated - before.updated,
+        dispatches: step.dispatches,
+        taken: step.claim!.dispatches.length,
+        ledger: added("webhook_dispatch"),
+        open: added("webhook_dispatch_open"),
+        ...leases!,
       };
     });
-  // All three taken: three rows inserted, none updated (the claim used to lease each with an update).
-  expect(await written(10, 100, "once")).toEqual({ leased: 3, inserted: 3, updated: 0 });
-  // Under a cap of one in flight per webhook (nothing in flight): one inserted leased and taken, two not leased.
+  // All three taken: each ledger row and open row inserted once, and each open row leased by a heap-only update.
+  expect(await written("once")).toEqual({
+    dispatches: 3,
+    taken: 3,
+    ledger: { inserted: 3, updated: 0, hotUpdated: 0 },
+    open: { inserted: 3, updated: 3, hotUpdated: 3 },
+    leased: 3,
+    free: 0,
+  });
+  // Under a cap of one in flight per webhook (nothing in flight): one leased, the other two left open and unleased.
   await database.rows(sql`delete from webhook_lane_in_flight`);
-  expect(await written(10, 1, "capped")).toEqual({ leased: 1, inserted: 3, updated: 0 });
-  // Under a cap of one per origin, which the insert does not weigh: three inserted leased, one taken, two given back.
-  await database.rows(sql`delete from webhook_lane_in_flight`);
-  expect(await written(10, 100, "origin", { perOrigin: 1 })).toEqual({ leased: 1, inserted: 3, updated: 2 });
-  const [free] = await database.rows<{ n: number }>(sql`
-    select count(*)::int as n from webhook_dispatch
-    where event_id like any (array['evt_routeplan_capped_%', 'evt_routeplan_origin_%']) and locked_by is null
-      and locked_until is null
-  `);
-  expect(free!.n).toBe(4);
+  expect(await written("capped", { perWebhook: 1 })).toEqual({
+    dispatches: 3,
+    taken: 1,
+    ledger: { inserted: 3, updated: 0, hotUpdated: 0 },
+    open: { inserted: 3, updated: 1, hotUpdated: 1 },
+    leased: 1,
+    free: 2,
+  });
 });

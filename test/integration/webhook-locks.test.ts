@@ -9,7 +9,7 @@ import type { AttemptResult } from "../../lib/webhook/outbound/webhook-out-deliv
 import { postgresFactory } from "../support/postgres.ts";
 
 // Statements that change several webhook rows lock them in id order, read them as they are when locked, and a
-// record aborted by a deadlock is sent again as it was (migration 0023, record-attempts.ts).
+// record aborted by a deadlock is sent again as it was (lib/db/functions/, record-attempts.ts).
 
 let database: Database;
 let databaseUrl: string;
@@ -52,12 +52,18 @@ beforeEach(async () => {
   `);
 });
 
-/** A due dispatch of `webhookId`, leased to `worker` when one is given. */
+/** A due dispatch of `webhookId`, its open row leased to `worker` when one is given. */
 async function dispatch(id: string, webhookId: string, worker?: string): Promise<void> {
   await observer.query(
-    `insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload, locked_by, locked_until)
-     values ($1, 'evt_' || $1, 'account.created', $2, '{}', $3::text,
-       case when $3::text is null then null else now() + interval '1 minute' end)`,
+    `with made as (
+       insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
+       values ($1, 'evt_' || $1, 'account.created', $2, '{}')
+       returning id, webhook_id, next_attempt_at
+     )
+     insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, locked_by, locked_until)
+     select id, webhook_id, next_attempt_at, $3::text,
+       case when $3::text is null then null else now() + interval '1 minute' end
+     from made`,
     [id, webhookId, worker ?? null],
   );
 }
@@ -174,10 +180,10 @@ it("a claim whose walk wraps around changes its webhooks in id order, after the 
 
 it("a record aborted by a deadlock is recorded as it was, not as the database's refusal", async () => {
   await dispatch("wd_1", "wh_a", "worker-1");
-  // A claim taking over this row (its lease ran out) holds it, then wants the webhook the record has locked.
+  // A claim taking over this open row (its lease ran out) holds it, then wants the webhook the record has locked.
   await other.query("begin");
   await other.query("set local deadlock_timeout = '10s'");
-  await other.query("select 1 from webhook_dispatch where id = 'wd_1' for update");
+  await other.query("select 1 from webhook_dispatch_open where dispatch_id = 'wd_1' for update");
   const record = recordResults(deps, "worker-1", [refused("wd_1", "wh_a")]);
   await someoneWaits();
   // The record holds wh_a and waits for wd_1: this closes the cycle, and PostgreSQL aborts the record (the
@@ -219,12 +225,17 @@ it("the sweeper disables failing webhooks locking them in id order", async () =>
 it("neither the record statement nor the claim waits for an insert referencing the webhook, such as a fan-out's", async () => {
   await dispatch("wd_1", "wh_a", "worker-1");
   await dispatch("wd_2", "wh_z");
-  // A fan-out not yet committed: its dispatch rows hold a key-share lock on their webhooks.
+  // A fan-out not yet committed: its dispatch rows hold a key-share lock on their webhooks, beside their open rows.
   await other.query("begin");
   await other.query(
-    `insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
-     values ('wd_fan_a', 'evt_fan_a', 'account.created', 'wh_a', '{}'),
-            ('wd_fan_z', 'evt_fan_z', 'account.created', 'wh_z', '{}')`,
+    `with made as (
+       insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
+       values ('wd_fan_a', 'evt_fan_a', 'account.created', 'wh_a', '{}'),
+              ('wd_fan_z', 'evt_fan_z', 'account.created', 'wh_z', '{}')
+       returning id, webhook_id, next_attempt_at
+     )
+     insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at)
+     select id, webhook_id, next_attempt_at from made`,
   );
   let recorded = false;
   const record = recordResults(deps, "worker-1", [refused("wd_1", "wh_a")]).then(() => (recorded = true));

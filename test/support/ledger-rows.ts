@@ -4,7 +4,8 @@ import type { Database } from "../../lib/db/client.ts";
 /**
  * Inserts `count` dispatches of `webhookId` in `status`, created and (when
  * finished) completed `ageSeconds` ago, each with one attempt started then:
- * a ledger's history written in one statement, fast enough for 100,000 rows.
+ * a ledger's history written in one statement, fast enough for 100,000 rows
+ * (open ones with their open rows).
  * Event ids are `evt_<tag>_<n>`. Returns nothing; count what you need.
  */
 export async function insertLedgerRows(
@@ -32,7 +33,11 @@ export async function insertLedgerRows(
         now() - ${ageSeconds} * interval '1 second', now() - ${ageSeconds} * interval '1 second',
         case when ${finished} then now() - ${ageSeconds} * interval '1 second' end
       from generate_series(1, ${count}) as n
-      returning id
+      returning id, webhook_id, status, next_attempt_at
+    ),
+    opened as (
+      insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at)
+      select id, webhook_id, next_attempt_at from made where status in ('pending', 'error')
     )
     insert into webhook_attempt (dispatch_id, run, attempt, started_at, duration_ms, outcome, status_code, signature, worker)
     select id, 1, 1, now() - ${ageSeconds} * interval '1 second', 12, 'success', 200,

@@ -9,8 +9,9 @@ import type { Database } from "../../lib/db/client.ts";
  */
 export async function shiftLedgerTime(database: Database, ms: number): Promise<void> {
   const by = sql`${ms} * interval '1 millisecond'`;
+  await database.rows(sql`update webhook_dispatch set next_attempt_at = next_attempt_at - ${by}`);
   await database.rows(sql`
-    update webhook_dispatch set next_attempt_at = next_attempt_at - ${by},
+    update webhook_dispatch_open set next_attempt_at = next_attempt_at - ${by},
       locked_until = locked_until - ${by}, queued_until = queued_until - ${by}
   `);
   await database.rows(sql`update webhook set breaker_open_until = breaker_open_until - ${by}`);

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { webhookDispatch } from "../../lib/db/schema.ts";
+import { webhookDispatch, webhookDispatchOpen } from "../../lib/db/schema.ts";
 import type { Harness } from "./harness.ts";
 
 /**
@@ -19,5 +19,9 @@ export async function overdueDispatch(
     .update(webhookDispatch)
     .set({ nextAttemptAt: sql`now() - ${minutes} * interval '1 minute'` })
     .where(eq(webhookDispatch.id, test.body.id));
+  await harness.hooklane.database.db
+    .update(webhookDispatchOpen)
+    .set({ nextAttemptAt: sql`now() - ${minutes} * interval '1 minute'` })
+    .where(eq(webhookDispatchOpen.dispatchId, test.body.id));
   return { webhookId: created.body.id, dispatchId: test.body.id };
 }

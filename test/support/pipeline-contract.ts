@@ -6,6 +6,7 @@ import {
   webhook,
   webhookAttempt,
   webhookDispatch,
+  webhookDispatchOpen,
   type WebhookDispatch,
   webhookNotification,
   webhookRouteJob,
@@ -460,8 +461,14 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
           .where(eq(webhook.id, hook.id));
         await touchAlice(harness);
         const [dispatch] = await until(harness, hook.id, (rows) => rows[0]!.attemptCount === 1);
-        expect(dispatch).toMatchObject({ status: "error", lockedBy: null, lastStatusCode: null });
+        expect(dispatch).toMatchObject({ status: "error", lastStatusCode: null });
         expect(dispatch!.nextAttemptAt.getTime() - Date.now()).toBeGreaterThan(50_000);
+        // Released: its open row waits, unleased, for the retry.
+        const [open] = await harness.hooklane.database.db
+          .select()
+          .from(webhookDispatchOpen)
+          .where(eq(webhookDispatchOpen.dispatchId, dispatch!.id));
+        expect(open).toMatchObject({ lockedBy: null, nextAttemptAt: dispatch!.nextAttemptAt });
         const [attempt] = await attemptsOf(harness, dispatch!.id);
         expect(attempt).toMatchObject({ outcome: "retry", errorClass: "internal", statusCode: null });
         expect(attempt!.errorMessage).toMatch(/could not be made/);

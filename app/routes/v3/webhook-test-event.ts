@@ -2,7 +2,7 @@ import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { afterCommit } from "../../../lib/api/handler.ts";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import { TEST_EVENT_TYPE, TEST_MODES, webhookDispatch } from "../../../lib/db/schema.ts";
+import { TEST_EVENT_TYPE, TEST_MODES, webhookDispatch, webhookDispatchOpen } from "../../../lib/db/schema.ts";
 import { buildEventBody, newEventId } from "../../../lib/webhook/outbound/webhook-event-body.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
@@ -72,6 +72,10 @@ export function addWebhookTestEvent(router: OperationRouter): void {
           }),
         })
         .returning();
+      // Open: due now, for the lane's claims.
+      await database.db
+        .insert(webhookDispatchOpen)
+        .values({ dispatchId: row!.id, webhookId: hook.id, nextAttemptAt: row!.nextAttemptAt });
       await recordAudit(database, c.get("principal"), {
         action: "webhook.test-sent",
         target: hook.id,

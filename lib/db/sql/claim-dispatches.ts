@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
-import { TEST_EVENT_TYPE, type SignatureScheme, type TestMode } from "../schema.ts";
+import type { SignatureScheme, TestMode } from "../schema.ts";
 
 /** A dispatch leased to one worker, with what its attempt needs from the webhook. */
 export interface ClaimedDispatch {
@@ -10,8 +10,9 @@ export interface ClaimedDispatch {
   webhookId: string;
   account: string | null;
   payload: string;
-  /** The number of this attempt, 1-based. */
+  /** The number of this attempt, 1-based, and of its run (a manual retry or a recovery starts a new one). */
   attempt: number;
+  run: number;
   url: string;
   /** Scheme, host and port of `url`. */
   origin: string;
@@ -40,7 +41,7 @@ export interface ClaimOptions {
   caps: InFlightCaps;
   /** The last webhook the previous claim visited: this one starts after it (round-robin). */
   after?: string;
-  /** Claim only this dispatch, under the same rules (push transports). */
+  /** Claim only this dispatch, under the same rules (push transports); its keys are waited for, not tried. */
   onlyId?: string;
   /** Webhooks visited at most per claim. */
   maxSteps?: number;
@@ -48,16 +49,11 @@ export interface ClaimOptions {
   recheckMs?: number;
   /**
    * This worker's deliveries in flight now, per webhook id (attempts finished but not recorded are not in
-   * flight). The claim counts them with every other worker's book row, and writes this worker's row back with
-   * what it took (migration 0019). Omitted: none, as for a worker that claims once (push transports).
+   * flight): the claim counts them under the caps and writes them, with what it took, to this worker's row of
+   * the in-flight book. A worker's claims must run one at a time, each after the last one's dispatches joined
+   * `held`. Omitted: none, as for a worker that claims once (push transports).
    */
   held?: Readonly<Record<string, number>>;
-  /**
-   * This claim's number, rising per worker, and the numbers of the worker's claims still in flight when it was
-   * sent: what those took is not in `held` yet, and the book counts it (migration 0020). Omitted: 1 and none.
-   */
-  claim?: number;
-  pending?: readonly number[];
 }
 
 export interface Claim {
@@ -66,55 +62,59 @@ export interface Claim {
   cursor: string;
   /** When to claim again: 0 now, a delay in ms, or null when nothing is scheduled at all. */
   waitMs: number | null;
+  /** A webhook, origin or account another claim held at that moment was skipped: worth a look again soon. */
+  contended: boolean;
 }
 
 /**
- * Leases due dispatches fairly (`hooklane_claim_dispatches`, migrations
- * 0003, 0004, 0012, 0014, 0015, 0019, 0020 and 0021): webhooks with open rows take turns, each up to what its caps, its
- * circuit breaker and its rate limit allow right now; rows held back stay
- * pending. Claims are serialised by the database and count every worker's
- * deliveries in flight (`webhook_lane_in_flight`), so the caps hold across
- * every worker. A lease that runs out (a dead worker) makes the row
- * claimable again at the same attempt number, which at-least-once allows.
+ * Leases due dispatches fairly (`hooklane_claim_dispatches`, lib/db/functions/):
+ * webhooks with open rows take turns, each up to what its caps, its circuit
+ * breaker and its rate limit allow right now; rows held back stay due. Claims
+ * of different workers wait for each other only where they would take from
+ * the same webhook, origin or account, and count every worker's deliveries in
+ * flight there (`webhook_lane_in_flight`), so the caps hold across every
+ * worker. A lease that runs out (a dead worker) makes the row claimable again
+ * at the same attempt number, which at-least-once allows.
  */
 export async function claimDispatches(database: Database, options: ClaimOptions): Promise<Claim> {
-  const [row] = await database.rows<{ claim: string | RawClaim }>(
+  const [row] = await database.rows<{ claim: string }>(
     sql`
     select hooklane_claim_dispatches(
       ${options.workerId}, ${options.limit}::int, ${options.leaseMs}::int, ${options.after ?? ""},
       ${options.onlyId ?? null}::text, ${options.caps.perWebhook}::int, ${options.caps.perOrigin}::int,
       ${options.caps.perAccount}::int, ${options.maxSteps ?? Math.max(64, options.limit * 4)}::int,
-      ${options.recheckMs ?? 250}::int, ${JSON.stringify(options.held ?? {})}::jsonb, ${options.claim ?? 1}::bigint,
-      ${`{${(options.pending ?? []).join(",")}}`}::bigint[], null::text[]
+      ${options.recheckMs ?? 250}::int, ${JSON.stringify(options.held ?? {})}::jsonb
     )::text as claim
   `,
     "hooklane_claim",
   );
-  const claim: RawClaim = typeof row!.claim === "string" ? JSON.parse(row!.claim) : row!.claim;
-  const modes = await testModes(
-    database,
-    claim.rows.filter((d) => d.eventType === TEST_EVENT_TYPE).map((d) => d.id),
-  );
-  return {
-    dispatches: claim.rows.map((d) => claimedDispatch({ ...d, testMode: modes.get(d.id) ?? null })),
-    cursor: claim.cursor,
-    waitMs: claim.waitMs === null ? null : Math.max(0, Math.ceil(claim.waitMs)),
-  };
+  return claimFrom(JSON.parse(row!.claim));
 }
 
-/**
- * The test modes of claimed test events. Only `webhook.test` dispatches can
- * have one, and they are rare, so they are read here rather than widening
- * every row the claim function returns.
- */
-async function testModes(database: Database, ids: string[]): Promise<Map<string, TestMode>> {
-  if (ids.length === 0) return new Map();
-  const rows = await database.rows<{ id: string; test_mode: TestMode | null }>(sql`
-    select id, test_mode from webhook_dispatch
-    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)) and test_mode is not null
-  `);
-  return new Map(rows.map((row) => [row.id, row.test_mode!]));
+/** A claim as the claim statement returns it, in JSON: per webhook taken from, the webhook once and its rows. */
+export interface RawClaim {
+  groups: Array<{
+    webhook: Pick<ClaimedRow, "url" | "origin" | "scheme" | "secretSealed" | "previousSecretSealed" | "probe"> & {
+      id: string;
+      previousSecretExpiresAt: string | null;
+    };
+    rows: Array<
+      Pick<ClaimedRow, "id" | "eventId" | "eventType" | "account" | "payload" | "attempt" | "run" | "testMode">
+    >;
+  }>;
+  cursor: string;
+  waitMs: number | null;
+  contended: boolean;
 }
+
+export const claimFrom = (claim: RawClaim): Claim => ({
+  dispatches: claim.groups.flatMap(({ webhook: { id: webhookId, ...webhook }, rows }) =>
+    rows.map((row) => claimedDispatch({ ...row, ...webhook, webhookId })),
+  ),
+  cursor: claim.cursor,
+  waitMs: claim.waitMs === null ? null : Math.max(0, Math.ceil(claim.waitMs)),
+  contended: claim.contended,
+});
 
 /** A leased row as a claim statement returns it, in JSON: its dates as text. */
 export type ClaimedRow = Omit<ClaimedDispatch, "previousSecretExpiresAt"> & { previousSecretExpiresAt: string | null };
@@ -124,12 +124,6 @@ export const claimedDispatch = (row: ClaimedRow): ClaimedDispatch => ({
   previousSecretExpiresAt: row.previousSecretExpiresAt ? new Date(row.previousSecretExpiresAt) : null,
 });
 
-interface RawClaim {
-  rows: Array<Omit<ClaimedRow, "testMode">>;
-  cursor: string;
-  waitMs: number | null;
-}
-
 /**
  * Takes a worker's row out of the in-flight book: for a worker that claims once
  * (a push transport's invocation) after its attempt is recorded, and for one
@@ -137,4 +131,17 @@ interface RawClaim {
  */
 export async function forgetInFlight(database: Database, workerId: string): Promise<void> {
   await database.rows(sql`delete from webhook_lane_in_flight where worker = ${workerId}`);
+}
+
+/**
+ * Deletes the in-flight book rows whose workers stopped renewing them over a
+ * minute ago (their leases ran out as long): they no longer count, and every
+ * claim would read past them. Rows another statement holds are left for later.
+ */
+export async function forgetStoppedWorkers(database: Database): Promise<void> {
+  await database.rows(sql`
+    delete from webhook_lane_in_flight where worker in (
+      select worker from webhook_lane_in_flight where until < now() - interval '1 minute'
+      for update skip locked)
+  `);
 }

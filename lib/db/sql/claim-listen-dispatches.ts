@@ -33,35 +33,34 @@ export async function claimListenDispatches(
       where w.id = ${webhookId} and w.status = 'listening' and w.expires_at > now()
     ),
     picked as (
-      select d.id from webhook_dispatch d
-      where d.webhook_id = (select id from session) and d.status in ('pending', 'error')
-        and d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until < now())
-      order by d.next_attempt_at
+      select o.dispatch_id from webhook_dispatch_open o
+      where o.webhook_id = (select id from session)
+        and o.next_attempt_at <= now() and (o.locked_until is null or o.locked_until < now())
+      order by o.next_attempt_at
       limit greatest(0, ${options.maxInFlight}::int - (
-        select count(*) from webhook_dispatch h
-        where h.webhook_id = ${webhookId} and h.status in ('pending', 'error') and h.locked_until > now()))
+        select count(*) from webhook_dispatch_open h
+        where h.webhook_id = ${webhookId} and h.locked_until > now()))
       for update skip locked
     ),
     leased as (
-      update webhook_dispatch d
+      update webhook_dispatch_open o
       set locked_until = now() + ${options.leaseMs}::int * interval '1 millisecond', locked_by = ${options.workerId}
-      from picked where d.id = picked.id
-      returning d.id, d.event_id, d.event_type, d.webhook_id, d.account, d.payload, d.attempt_count, d.test_mode,
-        d.next_attempt_at
+      from picked where o.dispatch_id = picked.dispatch_id
+      returning o.dispatch_id, o.next_attempt_at
     )
     select
       exists (select 1 from session) as listening,
       coalesce((
         select jsonb_agg(jsonb_build_object(
-          'id', l.id, 'eventId', l.event_id, 'eventType', l.event_type, 'webhookId', l.webhook_id,
-          'account', l.account, 'payload', l.payload, 'attempt', l.attempt_count + 1, 'url', s.url,
+          'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'webhookId', d.webhook_id,
+          'account', d.account, 'payload', d.payload, 'attempt', d.attempt_count + 1, 'run', d.run, 'url', s.url,
           'origin', s.origin, 'scheme', s.scheme, 'secretSealed', s.secret_sealed,
           'previousSecretSealed', s.previous_secret_sealed,
-          'previousSecretExpiresAt', s.previous_secret_expires_at, 'probe', false, 'testMode', l.test_mode)
+          'previousSecretExpiresAt', s.previous_secret_expires_at, 'probe', false, 'testMode', d.test_mode)
           order by l.next_attempt_at)
-        from leased l cross join session s), '[]'::jsonb)::text as rows,
-      (select extract(epoch from min(d.next_attempt_at) - now()) * 1000 from webhook_dispatch d
-        where d.webhook_id = ${webhookId} and d.status in ('pending', 'error') and d.next_attempt_at > now()) as wait_ms
+        from leased l join webhook_dispatch d on d.id = l.dispatch_id cross join session s), '[]'::jsonb)::text as rows,
+      (select extract(epoch from min(o.next_attempt_at) - now()) * 1000 from webhook_dispatch_open o
+        where o.webhook_id = ${webhookId} and o.next_attempt_at > now()) as wait_ms
   `);
   const rows: ClaimedRow[] = typeof row!.rows === "string" ? JSON.parse(row!.rows) : row!.rows;
   return {

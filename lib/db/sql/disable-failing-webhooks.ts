@@ -20,14 +20,13 @@ export async function disableFailingWebhooks(
     with bounds as (
       select ${options.now.toISOString()}::timestamptz - ${options.windowMs} * interval '1 millisecond' as start
     ),
+    -- The latest success of each webhook is its health row's, kept by the record statement.
     failing as (
       select w.id
-      from webhook w, bounds b
+      from webhook w cross join bounds b left join webhook_health h on h.webhook_id = w.id
       where w.status = 'active'
         and w.status_changed_at <= b.start
-        and not exists (
-          select 1 from webhook_dispatch d
-          where d.webhook_id = w.id and d.status = 'success' and d.completed_at > b.start)
+        and coalesce(h.last_success_at, '-infinity') <= b.start
         and exists (
           select 1 from webhook_dispatch d
           where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
@@ -36,9 +35,7 @@ export async function disableFailingWebhooks(
           select 1 from webhook_dispatch d
           where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
             and d.created_at <= b.start
-            and d.created_at > coalesce(
-              (select max(s.completed_at) from webhook_dispatch s where s.webhook_id = w.id and s.status = 'success'),
-              '-infinity'))
+            and d.created_at > coalesce(h.last_success_at, '-infinity'))
     ),
     -- Locked in id order, as every statement changing several webhooks locks them (the record statement's breakers).
     locked as (

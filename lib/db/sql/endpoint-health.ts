@@ -56,10 +56,10 @@ export async function readEndpointHealth(database: Database, webhookId: string):
     cross join lateral (
       select count(*) filter (where d.status = 'pending') as pending,
         count(*) filter (where d.status = 'error') as error,
-        count(*) filter (where d.locked_until > now()) as in_flight,
-        min(d.next_attempt_at) filter (where d.locked_until is null or d.locked_until <= now()) as next_due_at
-      from webhook_dispatch d
-      where d.webhook_id = ${webhookId} and d.status in ('pending', 'error')
+        count(*) filter (where o.locked_until > now()) as in_flight,
+        min(o.next_attempt_at) filter (where o.locked_until is null or o.locked_until <= now()) as next_due_at
+      from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id
+      where o.webhook_id = ${webhookId}
     ) b
   `);
   const row = head!;

@@ -20,16 +20,17 @@ export interface RoutedEvent {
 }
 
 /**
- * Routes one event in one statement (`hooklane_route_event`, migrations 0015
- * and 0022): takes the account the publisher read (`event.account`), or
- * resolves the one that owns its resource now per `rule.owner`, builds the
- * thin body, and inserts one pending dispatch per webhook that hears
- * `event.type` for that account: global webhooks always, account webhooks
- * only for their own account. Paused and disabled webhooks get their rows too
- * (delivered on re-enable). A deprecated type (or one never synced) gets none,
- * even from a publisher whose subscribed set is up to 30 s old. Idempotent per
- * event x webhook: a redelivered route message inserts nothing and returns
- * only the ids it created.
+ * Routes one event in one statement (`hooklane_route_events`, lib/db/functions/,
+ * the postgres lane's route step with a batch of one): takes the account the
+ * publisher read (`event.account`), or resolves the one that owns its
+ * resource now per `rule.owner`, builds the thin body, and inserts one
+ * pending dispatch (and its open row) per webhook that hears `event.type`
+ * for that account: global webhooks always, account webhooks only for their
+ * own account. Paused and disabled webhooks get their rows too (delivered on
+ * re-enable). A deprecated type (or one never synced) gets none, even from a
+ * publisher whose subscribed set is up to 30 s old. Idempotent per event x
+ * webhook: a redelivered route message inserts nothing and returns only the
+ * ids it created.
  */
 export async function insertDispatches(database: Database, event: RoutedEvent, rule: RouteRule): Promise<string[]> {
   const message = {
@@ -41,7 +42,8 @@ export async function insertDispatches(database: Database, event: RoutedEvent, r
     ...(event.account === undefined ? {} : { account: event.account }),
   };
   const [row] = await database.rows<{ ids: string }>(sql`
-    select array_to_json(hooklane_route_event(${JSON.stringify(message)}::jsonb, ${JSON.stringify(rule)}::jsonb))::text as ids
+    select array_to_json(ids)::text as ids
+    from hooklane_route_events(array[${JSON.stringify(message)}::jsonb], array[${JSON.stringify(rule)}::jsonb])
   `);
   return JSON.parse(row!.ids);
 }

@@ -39,8 +39,9 @@ export async function readLaneActivity(
         from webhook_worker where heartbeat_at > now() - ${LOST_FOR_MS} * interval '1 millisecond'
       ) w) as workers,
       (select json_agg(m order by m.minute) from (
-        select minute, attempts, succeeded from webhook_lane_minute
+        select minute, sum(attempts)::int as attempts, sum(succeeded)::int as succeeded from webhook_lane_minute
         where minute > date_trunc('minute', now()) - ${options.minutes} * interval '1 minute'
+        group by minute
       ) m) as minutes
   `,
   );

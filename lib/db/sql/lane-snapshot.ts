@@ -33,16 +33,16 @@ export interface LaneSnapshot {
  * When the oldest dispatch that should be moving fell due: open, due, held
  * by no lease, of an active webhook whose circuit breaker is not open. Rows
  * a cap or a rate limit holds back count (they are late); paused webhooks'
- * and open breakers' do not (they wait on purpose). One probe of the due
- * index per active webhook, so it costs the same whatever the backlog.
+ * and open breakers' do not (they wait on purpose). One probe of the open
+ * rows' index per active webhook, so it costs the same whatever the backlog.
  */
 const OLDEST_DUE = sql`
   select min(x.next_attempt_at) from webhook w
   cross join lateral (
-    select d.next_attempt_at from webhook_dispatch d
-    where d.webhook_id = w.id and d.status in ('pending', 'error') and d.next_attempt_at <= now()
-      and (d.locked_until is null or d.locked_until <= now())
-    order by d.next_attempt_at limit 1
+    select o.next_attempt_at from webhook_dispatch_open o
+    where o.webhook_id = w.id and o.next_attempt_at <= now()
+      and (o.locked_until is null or o.locked_until <= now())
+    order by o.next_attempt_at limit 1
   ) x
   where w.status = 'active' and (w.breaker_open_until is null or w.breaker_open_until <= now())`;
 
@@ -61,12 +61,11 @@ export async function readLaneSnapshot(database: Database, options: { liveWithin
     from (
       select count(*) filter (where d.status = 'pending') as pending,
         count(*) filter (where d.status = 'error') as error,
-        count(*) filter (where d.next_attempt_at <= now() and (d.locked_until is null or d.locked_until <= now())) as due,
-        count(*) filter (where d.locked_until > now()) as in_flight,
+        count(*) filter (where o.next_attempt_at <= now() and (o.locked_until is null or o.locked_until <= now())) as due,
+        count(*) filter (where o.locked_until > now()) as in_flight,
         count(*) filter (where w.status <> 'active') as held_inactive,
         count(*) filter (where w.status = 'active' and w.breaker_open_until > now()) as held_breaker
-      from webhook_dispatch d join webhook w on w.id = d.webhook_id
-      where d.status in ('pending', 'error')
+      from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id join webhook w on w.id = o.webhook_id
     ) d,
     (
       select count(*) filter (where run_at <= now() and (locked_until is null or locked_until <= now())) as route_due,

@@ -18,7 +18,7 @@ describe("the latency histogram", () => {
     const { database, drop } = await pgliteFactory();
     try {
       const [row] = await database.rows<{ buckets: number[] }>(
-        // hooklane_latency_bucket (migration 0024) is what the record statement buckets durations with.
+        // hooklane_latency_bucket (lib/db/functions/) is what the record statement buckets durations with.
         sql`select array_agg(hooklane_latency_bucket(i::int) order by i) as buckets from generate_series(0, 120000) i`,
       );
       const buckets = row!.buckets;

@@ -11,7 +11,7 @@ export const LATENCY_BUCKETS = { ratio: 1.15, count: 80 } as const;
 const LN_RATIO = Math.log(LATENCY_BUCKETS.ratio);
 const LAST = LATENCY_BUCKETS.count - 1;
 
-/** The bucket of a duration in ms; the same arithmetic as `hooklane_latency_bucket` (migration 0024). */
+/** The bucket of a duration in ms; the same arithmetic as `hooklane_latency_bucket` (lib/db/functions/). */
 export function latencyBucket(ms: number): number {
   if (ms < 1) return 0;
   return Math.min(LAST, Math.floor(Math.log(ms) / LN_RATIO) + 1);

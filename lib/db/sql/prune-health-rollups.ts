@@ -20,8 +20,8 @@ export async function pruneHealthRollups(database: Database, limit: number): Pro
       returning 1
     ),
     minutes as (
-      delete from webhook_lane_minute where minute in (
-        select minute from webhook_lane_minute
+      delete from webhook_lane_minute where (minute, shard) in (
+        select minute, shard from webhook_lane_minute
         where minute < now() - ${HEALTH_RETENTION.minuteMs} * interval '1 millisecond'
         order by minute limit ${limit}
       )

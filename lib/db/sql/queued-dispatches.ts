@@ -38,12 +38,15 @@ export async function markDispatchesQueued(
 ): Promise<DeliverTarget[]> {
   if (ids.length === 0) return [];
   const rows = await database.rows<TargetRow>(sql`
-    update webhook_dispatch d
-    set queued_until = greatest(now(), d.next_attempt_at) + ${graceMs} * interval '1 millisecond'
-    where d.id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
-      and d.status in ('pending', 'error')
-    returning d.id, d.run, d.attempt_count + 1 as attempt,
-      (extract(epoch from (d.next_attempt_at - now())) * 1000)::float8 as due_in_ms
+    with queued as (
+      update webhook_dispatch_open o
+      set queued_until = greatest(now(), o.next_attempt_at) + ${graceMs} * interval '1 millisecond'
+      where o.dispatch_id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+      returning o.dispatch_id, o.next_attempt_at
+    )
+    select d.id, d.run, d.attempt_count + 1 as attempt,
+      (extract(epoch from (q.next_attempt_at - now())) * 1000)::float8 as due_in_ms
+    from queued q join webhook_dispatch d on d.id = q.dispatch_id
   `);
   return rows.map(toTarget);
 }
@@ -59,20 +62,22 @@ export async function takeStrandedDispatches(
 ): Promise<DeliverTarget[]> {
   const rows = await database.rows<TargetRow>(sql`
     with stranded as (
-      select d.id from webhook_dispatch d
-      where d.status in ('pending', 'error')
-        and d.next_attempt_at <= now()
-        and (d.locked_until is null or d.locked_until < now())
-        and (d.queued_until is null or d.queued_until < now())
-        and exists (select 1 from webhook w where w.id = d.webhook_id and w.status = 'active')
-      order by d.next_attempt_at
+      select o.dispatch_id from webhook_dispatch_open o
+      where o.next_attempt_at <= now()
+        and (o.locked_until is null or o.locked_until < now())
+        and (o.queued_until is null or o.queued_until < now())
+        and exists (select 1 from webhook w where w.id = o.webhook_id and w.status = 'active')
       limit ${options.limit}
-      for update of d skip locked
+      for update of o skip locked
+    ),
+    queued as (
+      update webhook_dispatch_open o
+      set queued_until = now() + ${options.withinMs} * interval '1 millisecond'
+      from stranded where o.dispatch_id = stranded.dispatch_id
+      returning o.dispatch_id
     )
-    update webhook_dispatch d
-    set queued_until = now() + ${options.withinMs} * interval '1 millisecond'
-    from stranded where d.id = stranded.id
-    returning d.id, d.run, d.attempt_count + 1 as attempt, 0::float8 as due_in_ms
+    select d.id, d.run, d.attempt_count + 1 as attempt, 0::float8 as due_in_ms
+    from queued q join webhook_dispatch d on d.id = q.dispatch_id
   `);
   return rows.map(toTarget);
 }
@@ -90,9 +95,10 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
     TargetRow & { status: DispatchStatus; webhook_active: boolean; lease_left_ms: number | string }
   >(sql`
     select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' as webhook_active,
-      (extract(epoch from (d.next_attempt_at - now())) * 1000)::float8 as due_in_ms,
-      coalesce(extract(epoch from (d.locked_until - now())) * 1000, 0)::float8 as lease_left_ms
+      (extract(epoch from (coalesce(o.next_attempt_at, d.next_attempt_at) - now())) * 1000)::float8 as due_in_ms,
+      coalesce(extract(epoch from (o.locked_until - now())) * 1000, 0)::float8 as lease_left_ms
     from webhook_dispatch d join webhook w on w.id = d.webhook_id
+      left join webhook_dispatch_open o on o.dispatch_id = d.id
     where d.id = ${id}
   `);
   if (!row) return undefined;
@@ -108,7 +114,7 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
 export async function clearDispatchesQueued(database: Database, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
   await database.rows(sql`
-    update webhook_dispatch set queued_until = null
-    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+    update webhook_dispatch_open set queued_until = null
+    where dispatch_id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
   `);
 }

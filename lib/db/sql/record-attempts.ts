@@ -39,18 +39,19 @@ export interface OpenedBreaker {
 }
 
 /**
- * Records a batch of attempts and completes their dispatches in one
- * statement, releasing the leases `workerId` held, keeps each webhook's
- * health (`webhook_health`, `webhook_health_hour`) and the lane's throughput
- * (`webhook_lane_minute`), and updates each webhook's circuit breaker: any HTTP answer closes it; connection-level
- * failures count, and at the threshold it opens for a backoff that doubles
- * with each consecutive opening. The next attempt's time is computed from the
- * database clock at recording time, so a retry can come later than planned
- * but never earlier. A dispatch exhausted here gets its owner's
- * `dispatch.exhausted` notification in the same statement. Text from outside
- * is made safe for PostgreSQL first. The statement is `hooklane_record_attempts`
- * (migration 0024), planned to reach every row by its key whatever the
- * table's statistics say.
+ * Records a batch of attempts in one statement (`hooklane_record_attempts`,
+ * lib/db/functions/): for each dispatch `workerId` still leases, its open
+ * row leaves (finished) or waits, unleased, for the retry; its ledger row
+ * takes the outcome; its attempt is appended. It keeps each webhook's health
+ * (`webhook_health`, `webhook_health_hour`) and the lane's throughput
+ * (`webhook_lane_minute`), and updates each webhook's circuit breaker: any
+ * HTTP answer closes it; connection-level failures count, and at the
+ * threshold it opens for a backoff that doubles with each consecutive
+ * opening. The next attempt's time is computed from the database clock at
+ * recording time, so a retry can come later than planned but never earlier.
+ * A dispatch exhausted here gets its owner's `dispatch.exhausted`
+ * notification in the same statement. Text from outside is made safe for
+ * PostgreSQL first.
  */
 export async function recordAttempts(
   database: Database,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
-import { NOT_IN_FLIGHT, RESTART_RUN } from "./restart-dispatches.ts";
+import { restartRows } from "./restart-dispatches.ts";
 
 /**
  * The dispatches job `r` takes, created in [since, until): a `recover` job's
@@ -70,35 +70,30 @@ export async function requeueRecoveryBatch(
 ): Promise<string[]> {
   const { recoveryId, workerId, limit } = options;
   const [row] = await database.rows<{ ids: string[] }>(sql`
-    with batch as (
-      select d.id, d.created_at
+    with ${restartRows(
+      sql`
+      select d.id, d.webhook_id, d.status, d.created_at
       from webhook_dispatch d, webhook_recovery r
       where r.id = ${recoveryId} and ${IN_WINDOW}
         and (r.cursor_id is null or (d.created_at, d.id) > (r.cursor_created_at, r.cursor_id))
-        and ${NOT_IN_FLIGHT}
       order by d.created_at, d.id
       limit ${limit}
-      for update of d skip locked
-    ),
-    requeued as (
-      update webhook_dispatch d set ${RESTART_RUN}, recovery_id = ${recoveryId}
-      from batch
-      where d.id = batch.id
-      returning d.id
-    ),
-    last as (select created_at, id from batch order by created_at desc, id desc limit 1),
+      for update of d skip locked`,
+      recoveryId,
+    )},
+    last as (select created_at, id from target order by created_at desc, id desc limit 1),
     progress as (
       update webhook_recovery r
-      set requeued = r.requeued + (select count(*) from requeued),
+      set requeued = r.requeued + (select count(*) from restarted),
           cursor_created_at = coalesce((select created_at from last), r.cursor_created_at),
           cursor_id = coalesce((select id from last), r.cursor_id),
-          status = case when (select count(*) from batch) < ${limit} then 'completed' else 'running' end,
-          completed_at = case when (select count(*) from batch) < ${limit} then now() end,
+          status = case when (select count(*) from target) < ${limit} then 'completed' else 'running' end,
+          completed_at = case when (select count(*) from target) < ${limit} then now() end,
           locked_until = null,
           locked_by = null
       where r.id = ${recoveryId} and r.locked_by = ${workerId}
     )
-    select coalesce((select json_agg(id) from requeued), '[]'::json) as ids
+    select coalesce((select json_agg(id) from restarted), '[]'::json) as ids
   `);
   return row?.ids ?? [];
 }

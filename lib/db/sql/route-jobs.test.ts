@@ -10,7 +10,8 @@ import { routeRule } from "../../webhook/outbound/webhook-out-route.handler.ts";
 import type { Database } from "../client.ts";
 import { webhookEventType } from "../schema.ts";
 import { insertDispatches } from "./insert-dispatches.ts";
-import { enqueueRouteJob, routeJobInsert, routeJobs, type RouteJobsOptions } from "./route-jobs.ts";
+import { routeAndClaim, type RouteAndClaimOptions } from "./route-and-claim.ts";
+import { enqueueRouteJob, routeJobInsert } from "./route-jobs.ts";
 
 let database: Database;
 
@@ -28,8 +29,9 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** Routes due route jobs as worker w1: by default ten at most, leasing none of the new dispatches. */
-const routeAll = (options: Partial<RouteJobsOptions> = {}) => routeJobs(database, routeStatementOptions(options));
+/** Routes due route jobs as worker w1: by default ten at most, claiming none of the new dispatches. */
+const routeAll = (options: Partial<RouteAndClaimOptions> = {}) =>
+  routeAndClaim(database, routeStatementOptions(options));
 
 const message = (resourceId: string, eventId: string) => ({
   eventId,
@@ -263,13 +265,14 @@ describe("a route statement's batch", () => {
     ];
     const rows = () =>
       database.rows<Record<string, string | null>>(sql`
-        select event_id, event_type, webhook_id, account, payload, status, locked_by from webhook_dispatch
-        where event_id like 'evt_batch_%' order by event_id, webhook_id
+        select d.event_id, d.event_type, d.webhook_id, d.account, d.payload, d.status, o.next_attempt_at is not null as open
+        from webhook_dispatch d left join webhook_dispatch_open o on o.dispatch_id = d.id
+        where d.event_id like 'evt_batch_%' order by d.event_id, d.webhook_id
       `);
     try {
       await database.rows(sql`delete from webhook_route_job`);
       for (const event of events) await enqueueRouteJob(database, event);
-      const routed = await routeAll({ limit: 50 });
+      const routed = await routeAll({ routeLimit: 50 });
       expect(routed).toMatchObject({ found: 9, routed: [2, 2, 1, 1, 1, 0, 0, 2, 1], dispatches: 10, left: [] });
       const batched = await rows();
       expect(batched).toHaveLength(10);
@@ -287,7 +290,7 @@ describe("a route statement's batch", () => {
   });
 });
 
-describe("the route statement's hand-off", () => {
+describe("the lane's step", () => {
   /** Runs `test` with no route job or dispatch waiting and two more webhooks hearing everything (three with wh_all). */
   async function withTwoMoreWebhooks(test: () => Promise<void>): Promise<void> {
     await database.rows(sql`delete from webhook_route_job`);
@@ -306,39 +309,34 @@ describe("the route statement's hand-off", () => {
     }
   }
 
-  it("leases a batch's new dispatches under the caps, each webhook's earliest first", () =>
+  it("writes each dispatch once, pending, with its open row due now", () =>
+    withTwoMoreWebhooks(async () => {
+      await enqueueRouteJob(database, message("acc_1", "evt_written_once"));
+      const routed = await routeAll();
+      expect(routed).toMatchObject({ found: 1, routed: [3], dispatches: 3, claim: undefined, left: [] });
+      const rows = await database.rows<{ status: string; xmin_is_insert: boolean; locked_by: string | null }>(sql`
+        select d.status, d.xmin = o.xmin as xmin_is_insert, o.locked_by
+        from webhook_dispatch d join webhook_dispatch_open o on o.dispatch_id = d.id
+        where d.event_id = 'evt_written_once'
+      `);
+      expect(rows).toEqual(Array(3).fill({ status: "pending", xmin_is_insert: true, locked_by: null }));
+    }));
+
+  it("claims the new dispatches under the caps, each webhook's earliest first", () =>
     withTwoMoreWebhooks(async () => {
       for (const n of [1, 2]) await enqueueRouteJob(database, message("acc_1", `evt_cap_batch_000${n}`));
       const routed = await routeAll({ claimLimit: 10, caps: { ...ROUTE_TEST_CAPS, perWebhook: 1 } });
       // Two events, three webhooks each: one in flight per webhook, the first event's; the rest wait.
       expect(routed).toMatchObject({ found: 2, routed: [3, 3], dispatches: 6 });
-      expect(routed.leased.map((d) => `${d.webhookId} ${d.eventId}`).sort()).toEqual([
+      expect(routed.claim!.dispatches.map((d) => `${d.webhookId} ${d.eventId}`).sort()).toEqual([
         "wh_all evt_cap_batch_0001",
         "wh_fan_1 evt_cap_batch_0001",
         "wh_fan_2 evt_cap_batch_0001",
       ]);
-      const [waiting] = await database.rows<{ n: number }>(
-        sql`select count(*)::int as n from webhook_dispatch where event_id = 'evt_cap_batch_0002' and locked_by is null`,
-      );
+      const [waiting] = await database.rows<{ n: number }>(sql`
+        select count(*)::int as n from webhook_dispatch d join webhook_dispatch_open o on o.dispatch_id = d.id
+        where d.event_id = 'evt_cap_batch_0002' and o.locked_by is null
+      `);
       expect(waiting!.n).toBe(3);
-    }));
-
-  it("leases the new dispatches it has room for, and none of a fan-out as large as largeFanOut", () =>
-    withTwoMoreWebhooks(async () => {
-      const route = async (eventId: string, largeFanOut: number) => {
-        await enqueueRouteJob(database, message("acc_1", eventId));
-        return routeAll({ claimLimit: 10, largeFanOut });
-      };
-      // Three webhooks hear it: all three leased to w1, ready to attempt.
-      const small = await route("evt_fan_small_0001", 1_000);
-      expect(small).toMatchObject({ found: 1, routed: [3], dispatches: 3 });
-      expect(small.leased.map((d) => d.webhookId).sort()).toEqual(["wh_all", "wh_fan_1", "wh_fan_2"]);
-      // As large as largeFanOut: routed, and left pending for the deliver loops' claims.
-      const large = await route("evt_fan_large_0001", 3);
-      expect(large).toMatchObject({ found: 1, routed: [3], dispatches: 3, leased: [] });
-      const [pending] = await database.rows<{ n: number }>(
-        sql`select count(*)::int as n from webhook_dispatch where event_id = 'evt_fan_large_0001' and locked_by is null`,
-      );
-      expect(pending!.n).toBe(3);
     }));
 });

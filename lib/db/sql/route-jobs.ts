@@ -4,7 +4,6 @@ import { PgDialect } from "drizzle-orm/pg-core";
 import type { OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
-import { claimedDispatch, type ClaimedDispatch, type ClaimedRow, type InFlightCaps } from "./claim-dispatches.ts";
 
 export const ROUTE_WAKE_CHANNEL = "hooklane_route";
 
@@ -89,7 +88,7 @@ function compileInsert(owner: OwnerStrategy | undefined): CompiledInsert {
  * the owner it had. The lookup is planned with the statement (a subquery on
  * the catalogue's table and column, quoted as identifiers); routing looks
  * the owner up itself only for a message without `account`
- * (`hooklane_event_owner`, migration 0022).
+ * (`hooklane_event_owner`).
  */
 function storedRouteMessage(messageJson: unknown, owner: OwnerStrategy | undefined, resourceId: unknown): SQL {
   const given = sql`${messageJson}::jsonb`;
@@ -176,86 +175,4 @@ export async function nextRouteJobDueInMs(database: Database): Promise<number | 
     limit 1
   `);
   return row?.ms == null ? null : Number(row.ms);
-}
-
-export interface RouteJobsOptions {
-  workerId: string;
-  /** Route jobs taken at most. */
-  limit: number;
-  /** The lease on the jobs left to the shared consumer. */
-  routeLeaseMs: number;
-  /** Event type → its `RouteRule`, as JSON: the catalogue's routing, read once per process. */
-  rulesJson: string;
-  /** New dispatches leased to this worker at most (its deliver loop's free slots); 0 leases none. */
-  claimLimit: number;
-  /** The dispatch lease. */
-  leaseMs: number;
-  caps: InFlightCaps;
-  /** This worker's deliveries in flight now, per webhook id, and the claim's number and pending ones, as for `claimDispatches`. */
-  held?: Readonly<Record<string, number>>;
-  claim?: number;
-  pending?: readonly number[];
-  /**
-   * From this many new dispatches on, the statement leases none and sends no wake-up: the caller refreshes the
-   * table's statistics, then wakes the deliver loops.
-   */
-  largeFanOut: number;
-}
-
-export interface RoutedJobs {
-  /** Due jobs this statement took (routed here or left to the consumer). */
-  found: number;
-  /** Dispatches each routed job created (a redelivered one: 0). */
-  routed: number[];
-  /** Dispatches created in all. */
-  dispatches: number;
-  /** New dispatches leased to this worker, ready to attempt. */
-  leased: ClaimedDispatch[];
-  /** Jobs not routed here (a malformed message, an unknown type): leased, for the shared consumer. */
-  left: ClaimedRouteJob[];
-  /** Milliseconds until the next route job no lease holds is due (≤ 0: now), or null when none waits. */
-  dueMs: number | null;
-}
-
-/**
- * The route stage in one statement (`hooklane_route_jobs`, migrations 0015, 0019 and 0020):
- * claims up to `limit` due route jobs, routes each well-formed one whose type
- * has a rule (`hooklane_route_event`) and deletes it, and leases up to
- * `claimLimit` of the new dispatches to this worker under the claim's rules
- * (in-flight caps across workers, breakers, rate limits), all in one
- * transaction. The new rows no claim took stay pending and a NOTIFY wakes
- * the deliver loops for them (a fan-out of `largeFanOut` rows or more is left
- * to the caller and the deliver loops whole). If the worker dies after the commit, the leases
- * run out and any worker claims the rows again.
- */
-export async function routeJobs(database: Database, options: RouteJobsOptions): Promise<RoutedJobs> {
-  const [row] = await database.rows<{ routed: string }>(sql`
-    select hooklane_route_jobs(
-      ${options.workerId}, ${options.limit}::int, ${options.routeLeaseMs}::int, ${options.rulesJson}::jsonb,
-      ${options.claimLimit}::int, ${options.leaseMs}::int, ${options.caps.perWebhook}::int,
-      ${options.caps.perOrigin}::int, ${options.caps.perAccount}::int,
-      ${JSON.stringify(options.held ?? {})}::jsonb, ${options.claim ?? 1}::bigint,
-      ${`{${(options.pending ?? []).join(",")}}`}::bigint[],
-      ${options.largeFanOut}::int
-    )::text as routed
-  `);
-  const raw: RawRoutedJobs = JSON.parse(row!.routed);
-  return {
-    found: raw.found,
-    routed: raw.routed,
-    dispatches: raw.dispatches,
-    // Routing never creates a test event, so none of these has a test mode.
-    leased: raw.rows.map((d) => claimedDispatch({ ...d, testMode: null })),
-    left: raw.left.map((job) => ({ id: Number(job.id), message: JSON.parse(job.message), attempts: job.attempts })),
-    dueMs: raw.dueMs === null ? null : Number(raw.dueMs),
-  };
-}
-
-interface RawRoutedJobs {
-  found: number;
-  routed: number[];
-  dispatches: number;
-  rows: Array<Omit<ClaimedRow, "testMode">>;
-  left: Array<{ id: number | string; message: string; attempts: number }>;
-  dueMs: number | null;
 }

@@ -76,9 +76,11 @@ interface LeasedRow {
 async function leasedDispatches(database: Database, webhookId: string, ids: string[]): Promise<Map<string, LeasedRow>> {
   if (ids.length === 0) return new Map();
   const rows = await database.rows<LeasedRow>(sql`
-    select id, event_id, account, attempt_count, locked_by from webhook_dispatch
-    where webhook_id = ${webhookId} and id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
-      and status in ('pending', 'error') and locked_by is not null
+    select d.id, d.event_id, d.account, d.attempt_count, o.locked_by
+    from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id
+    where o.webhook_id = ${webhookId}
+      and o.dispatch_id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))
+      and o.locked_by is not null
   `);
   return new Map(rows.map((row) => [row.id, row]));
 }

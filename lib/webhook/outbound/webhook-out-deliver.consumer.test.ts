@@ -2,7 +2,7 @@ import { eq, inArray, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pgliteFactory } from "../../../test/support/harness.ts";
 import type { Database } from "../../db/client.ts";
-import { webhook, webhookAttempt, webhookDispatch } from "../../db/schema.ts";
+import { webhook, webhookAttempt, webhookDispatch, webhookDispatchOpen } from "../../db/schema.ts";
 import { silentLogger } from "../../log/logger.ts";
 import { recordResults, type DeliverConsumerDeps } from "./webhook-out-deliver.consumer.ts";
 import type { AttemptResult } from "./webhook-out-deliver.handler.ts";
@@ -34,9 +34,11 @@ describe("recordResults", () => {
         .returning();
       ids.push(row!.id);
     }
-    await database.rows(
-      sql`update webhook_dispatch set locked_by = ${WORKER}, locked_until = now() + interval '1 minute'`,
-    );
+    // Their open rows, leased to this worker.
+    await database.rows(sql`
+      insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, locked_by, locked_until)
+      select id, webhook_id, next_attempt_at, ${WORKER}, now() + interval '1 minute' from webhook_dispatch
+    `);
   });
   afterAll(() => database.close());
 
@@ -86,6 +88,11 @@ describe("recordResults", () => {
     const [done] = await database.db.select().from(webhookDispatch).where(eq(webhookDispatch.id, ids[2]!));
     expect(done!.status).toBe("success");
     const [retrying] = await database.db.select().from(webhookDispatch).where(eq(webhookDispatch.id, ids[1]!));
-    expect(retrying).toMatchObject({ status: "error", lockedBy: null });
+    expect(retrying).toMatchObject({ status: "error" });
+    const [open] = await database.db
+      .select()
+      .from(webhookDispatchOpen)
+      .where(eq(webhookDispatchOpen.dispatchId, ids[1]!));
+    expect(open).toMatchObject({ lockedBy: null, lockedUntil: null });
   });
 });

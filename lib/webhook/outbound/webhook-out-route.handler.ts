@@ -1,4 +1,3 @@
-import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
 import { insertDispatches, type RouteRule } from "../../db/sql/insert-dispatches.ts";
 import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
@@ -22,7 +21,6 @@ export async function handleRouteMessage(
   const entry = catalogueByInternal(message.type);
   if (!entry) throw new PoisonMessageError(`unknown event type ${message.type}`);
   const dispatchIds = await insertDispatches(deps.database, message, routeRule(entry));
-  await analyzeAfterLargeFanOut(deps.database, dispatchIds.length);
   if (dispatchIds.length > 0) await deps.transport.sendDeliver(dispatchIds);
   return dispatchIds;
 }
@@ -34,27 +32,9 @@ export function routeRule(entry: CatalogueEntry): RouteRule {
 
 /**
  * Every catalogue event's `RouteRule`, by internal name, as JSON: what the
- * postgres transport's route statement routes by (a type it lacks goes to
- * the consumer above, which records it as poison).
+ * postgres lane's step routes by (a type it lacks goes to the consumer
+ * above, which records it as poison).
  */
 export const ROUTE_RULES_JSON = JSON.stringify(
   Object.fromEntries(CATALOGUE.map((entry) => [entry.internal, routeRule(entry)])),
 );
-
-/** From this many new dispatches on, the table's statistics are refreshed before any claim is woken. */
-export const LARGE_FAN_OUT = 1_000;
-const ANALYZE_AT_MOST_EVERY_MS = 60_000;
-const lastAnalyzed = new WeakMap<Database, number>();
-
-/**
- * Without fresh statistics the claim plan scans every due row, and autovacuum
- * would only catch up later: a large fan-out refreshes them, at most once a
- * minute per process so no tenant can turn fan-outs into database load.
- */
-export async function analyzeAfterLargeFanOut(database: Database, inserted: number): Promise<void> {
-  if (inserted < LARGE_FAN_OUT) return;
-  const now = Date.now();
-  if (now - (lastAnalyzed.get(database) ?? -Infinity) < ANALYZE_AT_MOST_EVERY_MS) return;
-  lastAnalyzed.set(database, now);
-  await database.rows(sql`analyze webhook_dispatch`);
-}

@@ -4,6 +4,7 @@ import { SWEEP_WAKE_CHANNEL } from "./wake-sweepers.ts";
 import { disableFailingWebhooksTask } from "./disable-failing-webhooks.ts";
 import { pruneIdempotencyKeysTask } from "./prune-idempotency-keys.ts";
 import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
+import { forgetStoppedWorkersTask } from "./forget-stopped-workers.ts";
 import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
 import { pruneLedgerTask } from "./prune-ledger.ts";
 import { notifyOwnersTask } from "./notify-owners.ts";
@@ -24,6 +25,7 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
   expireListenSessionsTask,
   pruneHealthRollupsTask,
   pruneLedgerTask,
+  forgetStoppedWorkersTask,
 ];
 
 export interface Sweeper {

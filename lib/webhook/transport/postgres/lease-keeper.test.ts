@@ -13,12 +13,18 @@ beforeAll(async () => {
     insert into webhook (id, url, events, secret_sealed, created_by)
     values ('wh_1', 'https://example.com/hook', array['*'], 'sealed', 'test')
   `);
-  // Leases that run out in a second: held by w1 (held, abandoned), and by another worker.
   await database.rows(sql`
-    insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload, locked_by, locked_until)
-    values ('wd_held', 'evt_1', 'account.created', 'wh_1', '{}', 'w1', now() + interval '1 second'),
-           ('wd_abandoned', 'evt_2', 'account.created', 'wh_1', '{}', 'w1', now() + interval '1 second'),
-           ('wd_other', 'evt_3', 'account.created', 'wh_1', '{}', 'w2', now() + interval '1 second')
+    insert into webhook_dispatch (id, event_id, event_type, webhook_id, payload)
+    values ('wd_held', 'evt_1', 'account.created', 'wh_1', '{}'),
+           ('wd_abandoned', 'evt_2', 'account.created', 'wh_1', '{}'),
+           ('wd_other', 'evt_3', 'account.created', 'wh_1', '{}')
+  `);
+  // Leases that run out in a second, on the open rows: held by w1 (held, abandoned), and by another worker.
+  await database.rows(sql`
+    insert into webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, locked_by, locked_until)
+    values ('wd_held', 'wh_1', now(), 'w1', now() + interval '1 second'),
+           ('wd_abandoned', 'wh_1', now(), 'w1', now() + interval '1 second'),
+           ('wd_other', 'wh_1', now(), 'w2', now() + interval '1 second')
   `);
   await database.rows(sql`
     insert into webhook_route_job (id, message, locked_by, locked_until)
@@ -45,7 +51,7 @@ it("renews the leases its loops hold, and lets the ones stamped with its id but 
   });
   await keeper.renew();
   const renewed = await database.rows<{ id: string; renewed: boolean }>(sql`
-    select id, locked_until > now() + interval '30 seconds' as renewed from webhook_dispatch
+    select dispatch_id as id, locked_until > now() + interval '30 seconds' as renewed from webhook_dispatch_open
     union all
     select id::text, locked_until > now() + interval '30 seconds' from webhook_route_job
     order by 1

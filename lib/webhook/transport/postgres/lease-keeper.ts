@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "../../../db/client.ts";
 import { forgetInFlight } from "../../../db/sql/claim-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
@@ -18,7 +18,7 @@ export interface HeldLeases {
 
 /**
  * Keeps a worker's leases short and alive: every `everyMs` it extends the
- * leases on the dispatches and route jobs its loops say they hold, and its
+ * leases on the dispatches and route jobs its loop says it holds, and its
  * row of the in-flight book (`webhook_lane_in_flight`) with them, and beats
  * its heartbeat in `webhook_worker`. A worker that dies stops renewing, so
  * its work is claimable again within one lease, not after the longest
@@ -46,9 +46,10 @@ export function startLeaseKeeper(options: {
   async function renew(): Promise<void> {
     const lastClaim = options.lastClaimAt()?.toISOString() ?? null;
     const held = options.held();
-    // This worker's row of the in-flight book counts as long as its leases hold. A statement of its own: the
-    // claims write that row too, and must not wait behind the leases below.
-    await database.rows(sql`
+    // This worker's row of the in-flight book counts as long as its leases hold. A transaction of its own: the
+    // claims write that row too, and must not wait behind the leases below. Like the lane's own statements, a
+    // renewal need not wait for the disk: lost in a crash, it is a lease that runs out, and at-least-once allows it.
+    await unflushed(sql`
       update webhook_lane_in_flight
       set until = greatest(until, now() + ${options.dispatchLeaseMs} * interval '1 millisecond')
       where worker = ${workerId}
@@ -56,17 +57,17 @@ export function startLeaseKeeper(options: {
     // Rows another statement holds right now are skipped, never waited for: the record statement releases the
     // leases it writes, and waiting for its row locks while holding others it wants deadlocked the two (a
     // second's stall, PostgreSQL's deadlock_timeout, and a record thrown away to be sent again).
-    await database.rows(sql`
+    await unflushed(sql`
       with held_dispatches as materialized (
-        select d.id from webhook_dispatch d
-        where d.id in (select jsonb_array_elements_text(${JSON.stringify(held.dispatches)}::jsonb))
-          and d.locked_by = ${workerId} and d.locked_until is not null
+        select o.dispatch_id from webhook_dispatch_open o
+        where o.dispatch_id in (select jsonb_array_elements_text(${JSON.stringify(held.dispatches)}::jsonb))
+          and o.locked_by = ${workerId} and o.locked_until is not null
         for update skip locked
       ),
       dispatches as (
-        update webhook_dispatch d
+        update webhook_dispatch_open o
         set locked_until = now() + ${options.dispatchLeaseMs} * interval '1 millisecond'
-        from held_dispatches h where d.id = h.id
+        from held_dispatches h where o.dispatch_id = h.dispatch_id
         returning 1
       ),
       held_jobs as materialized (
@@ -86,6 +87,13 @@ export function startLeaseKeeper(options: {
       on conflict (id) do update
       set heartbeat_at = now(), in_flight = excluded.in_flight, last_claim_at = excluded.last_claim_at
     `);
+  }
+
+  /** Runs `query` in a transaction that commits without waiting for the WAL flush (both sent in one write). */
+  function unflushed(query: SQL): Promise<unknown> {
+    return database.transaction((tx) =>
+      Promise.all([tx.rows(sql`set local synchronous_commit = off`), tx.rows(query)]),
+    );
   }
 
   const tick = () => {

@@ -8,10 +8,9 @@ import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
 import type { LaneMetrics } from "../../../metrics/lane-metrics.ts";
 import type { DeliverDeps } from "../../outbound/webhook-out-deliver.handler.ts";
-import { startDeliverLoop } from "./deliver-loop.ts";
+import { startLaneLoop } from "./lane-loop.ts";
 import { startLeaseKeeper } from "./lease-keeper.ts";
 import { DELIVER_WAKE_CHANNEL, type PostgresTransport } from "./postgres-transport.ts";
-import { runRouteLoop } from "./route-loop.ts";
 
 export interface PostgresLaneOptions {
   database: Database;
@@ -43,14 +42,14 @@ export interface Lane {
 }
 
 /**
- * The `webhook-out` lane on the postgres transport: a route loop and a
- * deliver loop, each claiming with `FOR UPDATE SKIP LOCKED` under short
- * leases that a keeper renews while this worker lives, woken by NOTIFY (on a
- * LISTEN session that heals itself) or a local signal, and sleeping until
- * the next scheduled retry otherwise. The route loop leases the dispatches it
- * creates to this worker's deliver loop in the same statement, under the
- * claim's rules, so a light-load event reaches its POST without a deliver
- * claim. Any number of these may share one database.
+ * The `webhook-out` lane on the postgres transport: one loop whose every step
+ * routes due route jobs and claims due dispatches for the worker's free slots
+ * in one statement, leases that a keeper renews while this worker lives, woken
+ * by NOTIFY (on a LISTEN session that heals itself) or a local signal, and
+ * sleeping until the next scheduled retry otherwise. A light-load event goes
+ * from its route message to its POST in one statement. Any number of these
+ * may share one database: their claims wait for each other only where they
+ * take from the same webhook, origin or account.
  */
 export async function startPostgresLane(options: PostgresLaneOptions): Promise<Lane> {
   const { database, transport } = options;
@@ -60,12 +59,13 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
   const routeLeaseMs = options.routeLeaseMs ?? 5_000;
   let running = true;
 
-  const unlisten = await Promise.all([
-    database.listen(ROUTE_WAKE_CHANNEL, () => transport.routeSignal.wake()),
-    database.listen(DELIVER_WAKE_CHANNEL, () => transport.deliverSignal.wake()),
-  ]);
+  const unlisten = await Promise.all(
+    [ROUTE_WAKE_CHANNEL, DELIVER_WAKE_CHANNEL].map((channel) =>
+      database.listen(channel, () => transport.signal.wake()),
+    ),
+  );
 
-  const common = {
+  const lane = startLaneLoop({
     database,
     transport,
     logger,
@@ -73,24 +73,13 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     batchSize: options.batchSize,
     maxIdleMs,
     metrics: options.metrics,
-  };
-  const deliver = startDeliverLoop({
-    ...common,
     deliver: options.deliver,
     mailer: options.mailer,
     concurrency: options.concurrency,
     leaseMs: options.leaseMs,
+    routeLeaseMs,
     caps: options.caps,
     breaker: options.breaker,
-    running: () => running,
-  });
-  // The route stage leases the dispatches it creates to this worker's deliver loop, under the same rules.
-  const route = runRouteLoop({
-    ...common,
-    leaseMs: routeLeaseMs,
-    dispatchLeaseMs: options.leaseMs,
-    caps: options.caps,
-    deliver,
     running: () => running,
   });
   const keeper = startLeaseKeeper({
@@ -100,13 +89,13 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     dispatchLeaseMs: options.leaseMs,
     routeLeaseMs,
     everyMs: Math.max(250, Math.min(options.leaseMs, routeLeaseMs) / 3),
-    held: () => ({ dispatches: deliver.held, routeJobs: route.held }),
-    inFlight: () => deliver.inFlight,
-    lastClaimAt: () => deliver.lastClaimAt,
+    held: () => lane.held,
+    inFlight: () => lane.inFlight,
+    lastClaimAt: () => lane.lastClaimAt,
   });
   const unwatch = options.metrics?.watch({
     get inFlight() {
-      return deliver.inFlight;
+      return lane.inFlight;
     },
     concurrency: options.concurrency,
   });
@@ -116,11 +105,8 @@ export async function startPostgresLane(options: PostgresLaneOptions): Promise<L
     workerId,
     async stop() {
       running = false;
-      transport.routeSignal.close();
-      transport.deliverSignal.close();
-      // The route loop first: it may still hand the deliver loop dispatches to attempt.
-      await route.done;
-      await deliver.drain();
+      transport.signal.close();
+      await lane.drain();
       await keeper.stop();
       unwatch?.();
       await Promise.all(unlisten.map((stop) => stop()));

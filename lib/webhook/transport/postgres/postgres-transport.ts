@@ -9,28 +9,28 @@ export const DELIVER_WAKE_CHANNEL = "hooklane_deliver";
 
 export interface PostgresTransport extends WebhookTransport {
   readonly name: "postgres";
-  /** Wakes this process's route consumer. */
-  readonly routeSignal: LaneSignal;
-  /** Wakes this process's deliver consumer. */
-  readonly deliverSignal: LaneSignal;
+  /** Wakes this process's lane loop: a route message committed, dispatches to deliver, a NOTIFY heard. */
+  readonly signal: LaneSignal;
+  /** Wakes the lane loops and listen streams of other processes (`NOTIFY hooklane_deliver`). */
+  wakeOtherProcesses(): Promise<void>;
 }
 
 /**
  * The postgres transport: `webhook-out-route` is the `webhook_route_job`
- * table, and `webhook-out-deliver` is the dispatch rows themselves, so
+ * table, and `webhook-out-deliver` is the open dispatches themselves, so
  * sending a deliver message is only a wake-up. Consumers claim with
  * `FOR UPDATE SKIP LOCKED`; see postgres-lane.ts.
  */
 export function createPostgresTransport(database: Database): PostgresTransport {
-  const routeSignal = new LaneSignal();
-  const deliverSignal = new LaneSignal();
+  const signal = new LaneSignal();
   const sent = { route: 0, deliver: 0 };
+  const wakeOtherProcesses = async () => void (await database.rows(sql`select pg_notify(${DELIVER_WAKE_CHANNEL}, '')`));
   return {
     name: "postgres",
-    routeSignal,
-    deliverSignal,
+    signal,
     sent,
     routesAtCommit: true,
+    wakeOtherProcesses,
     async enqueueRoute(tx, message: RouteMessage, owner) {
       // Sent with the COMMIT (still inside the transaction, so the owner is read as the mutation left it): a failure
       // to write it fails the transaction, and nothing commits.
@@ -43,13 +43,12 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     async routeCommitted() {
       // Other processes hear the NOTIFY that followed the commit.
       sent.route++;
-      routeSignal.wake();
+      signal.wake();
     },
     async sendDeliver(dispatchIds) {
       sent.deliver += dispatchIds.length;
-      deliverSignal.wake();
-      // Other worker processes hear it through NOTIFY.
-      await database.rows(sql`select pg_notify(${DELIVER_WAKE_CHANNEL}, '')`);
+      signal.wake();
+      await wakeOtherProcesses();
     },
   };
 }

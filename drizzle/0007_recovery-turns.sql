@@ -1,1 +1,0 @@
-ALTER TABLE "webhook_recovery" ADD COLUMN "turn_at" timestamp with time zone;

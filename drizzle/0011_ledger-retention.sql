@@ -1,2 +1,0 @@
-CREATE INDEX "webhook_attempt_started_idx" ON "webhook_attempt" USING btree ("started_at");--> statement-breakpoint
-CREATE INDEX "webhook_dispatch_finished_idx" ON "webhook_dispatch" USING btree ("completed_at") WHERE "webhook_dispatch"."status" in ('success', 'exhausted', 'skipped');

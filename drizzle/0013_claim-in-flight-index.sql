@@ -1,1 +1,0 @@
-CREATE INDEX "webhook_dispatch_in_flight_idx" ON "webhook_dispatch" USING btree ("locked_until") WHERE "webhook_dispatch"."locked_until" is not null and "webhook_dispatch"."status" in ('pending', 'error');
