@@ -41,9 +41,10 @@ export interface HandlerOptions {
  *
  * With an `Idempotency-Key` (see `idempotency.ts`) the transaction first
  * takes the key's lock (409 while another request holds it) and replays the
- * key's stored answer when there is one (422 if it answered another
- * request), running nothing and publishing nothing; otherwise the 2xx is
- * stored in the same transaction, so it survives a crash after the commit.
+ * key's stored answer when there is one (422 if it answered another caller
+ * or another request), running nothing and publishing nothing; otherwise the
+ * 2xx is stored in the same transaction, so it survives a crash after the
+ * commit.
  *
  * A route that knows its last statements and the id of the resource they
  * create (`lastStatements()`) has the message written ahead of them, and

@@ -30,7 +30,7 @@ const idempotencyKeyParameter = {
   in: "header",
   required: false,
   description:
-    "Makes a retry safe: the same key with the same request within 24 h answers the first answer again (status and body, with `Idempotent-Replayed: true`) without running it twice; with a different request, 422; while the first is still running, 409. Keys are per account, 1-255 visible ASCII characters (a UUID). Only successful answers are kept: a request that failed changed nothing and may be sent again with the same key.",
+    "Makes a retry safe: the same key with the same request from the same caller within 24 h answers the first answer again (status and body, with `Idempotent-Replayed: true`) without running it twice; with a different request, or from another caller (another token subject, or the same subject with another role), 422, showing nothing of the first answer; while the first is still running, 409. Keys are per account, 1-255 visible ASCII characters (a UUID). Only successful answers are kept: a request that failed changed nothing and may be sent again with the same key.",
   schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[\\x21-\\x7E]+$" },
   example: "6f1c8a52-3f0e-4b8e-9d1a-2c4b7e9f0a31",
 };

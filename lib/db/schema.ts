@@ -586,10 +586,10 @@ export type WebhookRecovery = typeof webhookRecovery.$inferSelect;
 
 /**
  * The first answer to a mutating request sent with an `Idempotency-Key`,
- * per account and key: a retry with the same key and request is answered
- * with it instead of running again. Written in the mutation's own
- * transaction, so it exists if and only if the mutation committed. Rows
- * past `expires_at` are ignored and pruned by the sweeper.
+ * per account and key: a retry with the same key and request, by the same
+ * caller, is answered with it instead of running again. Written in the
+ * mutation's own transaction, so it exists if and only if the mutation
+ * committed. Rows past `expires_at` are ignored and pruned by the sweeper.
  */
 export const idempotencyKey = pgTable(
   "idempotency_key",
@@ -598,6 +598,12 @@ export const idempotencyKey = pgTable(
     key: text("key").notNull(),
     /** SHA-256 of the method, path and body: the same key with another request is refused. */
     fingerprint: text("fingerprint").notNull(),
+    /**
+     * SHA-256 of the caller (subject, account, role): the answer is replayed to
+     * that caller only. Null on rows stored before callers were bound, which
+     * are replayed to nobody and expire within 24 h.
+     */
+    principal: text("principal"),
     status: integer("status").notNull(),
     contentType: text("content_type"),
     /** The answer's body as sent; sealed (JWE) when it shows a secret. */

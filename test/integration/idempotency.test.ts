@@ -5,10 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../lib/db/client.ts";
 import { IDEMPOTENCY_LOCK_SPACE } from "../../lib/db/sql/idempotency-keys.ts";
 import { HARNESS_START_MS, startHarness, type Harness } from "../support/harness.ts";
+import { describeIdempotencyCallers } from "../support/idempotency-callers-contract.ts";
 import { describeIdempotency } from "../support/idempotency-contract.ts";
 import { createTestDatabase, postgresFactory } from "../support/postgres.ts";
 
 describeIdempotency("PostgreSQL", postgresFactory);
+describeIdempotencyCallers("PostgreSQL", postgresFactory);
 
 describe("a request whose key another request holds, on PostgreSQL", () => {
   let harness: Harness;

@@ -101,7 +101,7 @@ describe("Vercel functions starting cold", () => {
       );
       await previousDeployment.close();
       const runtime = createVercelRuntime(() => loadConfig(functionEnv(behind.url)));
-      // The migrations were squashed into one baseline: before it, the database has none.
+      // Before the first migration (the squashed baseline) the database has none.
       const previous = journal.entries.at(-2)?.tag ?? "no migration";
       const needed = journal.entries.at(-1)!.tag;
 
