@@ -100,7 +100,7 @@ const WORKER_ARGS = npmScriptNodeArgs("worker");
 /**
  * One lane worker as `npm run worker` runs it (`node <flags> dist/worker.mjs`, the bundle built first — once
  * per run here), `env` added; with `fromSource`, with the same flags from source (`app/worker.ts`), for
- * comparison. Resolves once its lane started: its deliver loop has sent its first claim and its sweeper runs.
+ * comparison. Resolves once its lane started: its lane loop has sent its first step and its sweeper runs.
  */
 export async function startWorker(
   settings: ProductSettings,

@@ -36,7 +36,7 @@ const idle = () => new Promise((resolve) => setTimeout(resolve, IDLE_MS));
 /**
  * Scenario 6: start-up, then memory. `starts` rounds each start a lane worker
  * as `npm run worker` does and one from source, alternating which goes first,
- * and time spawn → ready line (its deliver loop has sent its first claim).
+ * and time spawn → ready line (its lane loop has sent its first step).
  * Then one worker (`npm run worker`) is started idle, a backlog of
  * `dispatches` rows appears at once (one transaction) and it drains them
  * while its RSS is sampled from /proc.
