@@ -1,5 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
+import { isFrameAncestorSource } from "../lib/webhook/portal/frame-ancestor.ts";
 import { secureHeaders } from "hono/secure-headers";
 import { CONSOLE_STYLE } from "./console/console-style.ts";
 import { REFERENCE_STYLE } from "./routes/api-reference-page.ts";
@@ -26,13 +27,15 @@ const headers = secureHeaders({
  */
 export const securityHeaders = createMiddleware<HooklaneEnv>(async (c, next) => {
   await headers(c, next);
-  // A portal session's pages may be framed by the origins the session names, and only by them.
-  const ancestors = c.get("frameAncestors");
+  // A portal session's pages may be framed by the origins the session names, and only by them. Only a source
+  // exactly as the API accepts it is written (a session sealed before a rule was tightened keeps what it named):
+  // nothing else may end the directive or widen it.
+  const ancestors = c.get("frameAncestors")?.filter(isFrameAncestorSource);
   if (ancestors?.length) {
     const policy = c.res.headers.get("content-security-policy") ?? "";
     c.res.headers.set(
       "content-security-policy",
-      policy.replace("frame-ancestors 'none'", `frame-ancestors ${ancestors.join(" ")}`),
+      policy.replace("frame-ancestors 'none'", () => `frame-ancestors ${ancestors.join(" ")}`),
     );
     c.res.headers.delete("x-frame-options");
   }

@@ -1,3 +1,4 @@
+import { sameSecret } from "../lib/auth/same-secret.ts";
 import { config, type Config } from "../lib/config/env.ts";
 import { createHooklane } from "../lib/create-hooklane.ts";
 import { createVercelLane } from "../lib/create-vercel-lane.ts";
@@ -54,7 +55,7 @@ export function createVercelRuntime(loadConfig: () => Config = config): VercelRu
       } catch (error) {
         return startFailed(error, loadConfig);
       }
-      if (!secret || request.headers.get("authorization") !== `Bearer ${secret}`) {
+      if (!secret || !sameSecret(request.headers.get("authorization") ?? "", `Bearer ${secret}`)) {
         return new Response("unauthorized", { status: 401 });
       }
       return serve(services, async (s) => Response.json(await s.lane.sweep()));

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { createWriteStream, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
@@ -7,6 +8,8 @@ import { buildBundles } from "../scripts/build.ts";
 import { stopChild } from "./rpc.ts";
 
 const REPO = fileURLToPath(new URL("..", import.meta.url));
+// Production serves metrics to this token's holder only (and refuses to start without one); nothing here scrapes them.
+const METRICS_TOKEN = randomBytes(24).toString("base64url");
 
 // Product processes are not tied to the benchmark's IPC; if the benchmark
 // dies or is interrupted they are killed with it rather than left running.
@@ -155,6 +158,7 @@ async function startProduct(
       DATABASE_URL: settings.databaseUrl,
       WEBHOOK_SECRET_KEY: settings.secretKey,
       AUTH_JWT_SECRET: settings.jwtSecret,
+      METRICS_TOKEN,
       WEBHOOK_ALLOWED_HOSTS: "127.0.0.1",
       WEBHOOK_CONCURRENCY: String(settings.concurrency),
       WEBHOOK_CONNECTIONS_PER_ORIGIN: String(settings.connections),

@@ -49,6 +49,7 @@ try {
       DATABASE_URL: db.url,
       WEBHOOK_SECRET_KEY: SECRET_KEY,
       AUTH_JWT_SECRET: JWT_SECRET,
+      METRICS_TOKEN: "publish-loop-metrics-token",
       HOOKLANE_LANE: "off",
       CATALOGUE_AUTO_SYNC: "false",
       ENABLE_API_EVENT_QUEUE: String(publish),

@@ -1,10 +1,9 @@
 import type { z } from "zod";
+import { codePoint } from "../code-point.ts";
 
 // C0 controls (tab, LF and CR allowed where text may span lines), DEL and the C1 controls.
 const CONTROL_MULTILINE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
-
-const codePoint = (char: string) => `U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, "0")}`;
 
 /** Why `text` cannot be stored as it is, or undefined when it can. */
 function textProblem(text: string, multiline: boolean): string | undefined {

@@ -4,6 +4,15 @@ import { ConfigError, DEVELOPMENT_JWT_SECRET, DEVELOPMENT_SECRET_KEY, envVariabl
 
 const OWN_KEY = "k".repeat(43);
 const OWN_SECRET = "s".repeat(40);
+const OWN_TOKEN = "t".repeat(24);
+/** Production with secrets of its own: each test changes one thing. */
+const PRODUCTION = {
+  NODE_ENV: "production",
+  WEBHOOK_SECRET_KEY: OWN_KEY,
+  AUTH_JWT_SECRET: OWN_SECRET,
+  CRON_SECRET: "c".repeat(32),
+  METRICS_TOKEN: OWN_TOKEN,
+};
 
 describe("loadConfig", () => {
   it("starts with nothing set: embedded database, published schedule, localhost allowed", () => {
@@ -45,6 +54,7 @@ describe("loadConfig", () => {
     const config = loadConfig({
       NODE_ENV: "production",
       WEBHOOK_SECRET_KEY: "a".repeat(43),
+      METRICS_TOKEN: OWN_TOKEN,
       AUTH_JWKS_URL: "https://auth.example.com/jwks.json",
       AUTH_JWT_ISSUER: "https://auth.example.com/",
       AUTH_JWT_AUDIENCE: "hooklane",
@@ -74,6 +84,7 @@ describe("secure by default", () => {
       DATABASE_URL: "postgres://db.internal:5432/hooklane",
       WEBHOOK_SECRET_KEY: OWN_KEY,
       AUTH_JWT_SECRET: OWN_SECRET,
+      METRICS_TOKEN: OWN_TOKEN,
     });
     expect(deployed).toMatchObject({ mode: "production", production: true, host: undefined, developmentSecrets: [] });
     expect(deployed.allowedHosts).toEqual([]);
@@ -100,8 +111,97 @@ describe("secure by default", () => {
     }
   });
 
+  it("refuses every other spelling of the published key, and the published secret with NUL padding, in production", () => {
+    const keyBytes = Buffer.from(DEVELOPMENT_SECRET_KEY, "base64url");
+    // The last character keeps 2 bits no byte holds: M, N, O and P end the same 32 bytes.
+    for (const key of ["N", "O", "P"].map((last) => DEVELOPMENT_SECRET_KEY.slice(0, -1) + last)) {
+      expect(() => loadConfig({ ...PRODUCTION, WEBHOOK_SECRET_KEY: key }), key).toThrow(
+        /WEBHOOK_SECRET_KEY: is the published development key/,
+      );
+    }
+    // Other alphabets, padding and whitespace never reach the comparison: the variable takes 43 base64url characters.
+    for (const key of [
+      keyBytes.toString("base64"),
+      `${DEVELOPMENT_SECRET_KEY}=`,
+      `${DEVELOPMENT_SECRET_KEY}==`,
+      ` ${DEVELOPMENT_SECRET_KEY}`,
+      `${DEVELOPMENT_SECRET_KEY}\n`,
+      `${DEVELOPMENT_SECRET_KEY}\0`,
+      `\uFEFF${DEVELOPMENT_SECRET_KEY}`,
+    ]) {
+      expect(() => loadConfig({ ...PRODUCTION, WEBHOOK_SECRET_KEY: key }), JSON.stringify(key)).toThrow(
+        /WEBHOOK_SECRET_KEY: (must be 32 random bytes|starts with|ends with)/,
+      );
+    }
+    for (const secret of [`${DEVELOPMENT_JWT_SECRET}\0`, `${DEVELOPMENT_JWT_SECRET} `, `\t${DEVELOPMENT_JWT_SECRET}`]) {
+      expect(() => loadConfig({ ...PRODUCTION, AUTH_JWT_SECRET: secret }), JSON.stringify(secret)).toThrow(
+        /AUTH_JWT_SECRET: (starts|ends) with/,
+      );
+    }
+    // A key of one's own is not refused for sharing a prefix with the published one.
+    expect(
+      loadConfig({ ...PRODUCTION, WEBHOOK_SECRET_KEY: `${DEVELOPMENT_SECRET_KEY.slice(0, -1)}Q` }).production,
+    ).toBe(true);
+  });
+
+  it("refuses a shared secret with whitespace or a control character, naming the variable, in every mode", () => {
+    for (const name of ["WEBHOOK_SECRET_KEY", "AUTH_JWT_SECRET", "CRON_SECRET", "METRICS_TOKEN"]) {
+      const own = { WEBHOOK_SECRET_KEY: OWN_KEY, AUTH_JWT_SECRET: OWN_SECRET }[name] ?? OWN_TOKEN;
+      for (const NODE_ENV of ["production", "development"]) {
+        const attempt = (value: string) => () => loadConfig({ ...PRODUCTION, NODE_ENV, [name]: value });
+        expect(attempt(`${own}\0`)).toThrow(new RegExp(`${name}: ends with a control character \\(U\\+0000\\)`));
+        expect(attempt(`${own}\r\n`)).toThrow(new RegExp(`${name}: ends with whitespace`));
+        expect(attempt(` ${own}`)).toThrow(new RegExp(`${name}: starts with whitespace`));
+        expect(attempt(`${own.slice(0, 8)}\0${own.slice(8)}`)).toThrow(
+          new RegExp(`${name}: contains a control character \\(U\\+0000\\) at character 9`),
+        );
+        expect(attempt(`${own.slice(0, 8)}\uD800${own.slice(8)}`)).toThrow(new RegExp(`${name}: is not valid Unicode`));
+        expect(loadConfig({ ...PRODUCTION, NODE_ENV, [name]: own }).mode).toBe(NODE_ENV);
+      }
+    }
+    // The message names the character, never the secret.
+    const attempt = () => loadConfig({ ...PRODUCTION, AUTH_JWT_SECRET: `${OWN_SECRET}\0` });
+    expect(attempt).toThrow(ConfigError);
+    expect(attempt).not.toThrow(OWN_SECRET);
+  });
+
+  it("takes bearer secrets (CRON_SECRET, METRICS_TOKEN) in printable ASCII only, as a header carries them", () => {
+    for (const name of ["CRON_SECRET", "METRICS_TOKEN"]) {
+      expect(() => loadConfig({ ...PRODUCTION, [name]: "tökentökentökentöken" })).toThrow(
+        new RegExp(`${name}: must be printable ASCII`),
+      );
+      expect(() => loadConfig({ ...PRODUCTION, [name]: "" })).toThrow(new RegExp(`${name}: must be at least 16`));
+      expect(loadConfig({ ...PRODUCTION, [name]: "a passphrase with spaces" }).production).toBe(true);
+      expect(loadConfig({ ...PRODUCTION, [name]: "x".repeat(100_000) }).production).toBe(true);
+    }
+    // The JWT secret is bytes to HMAC, never a header: any well-formed text will do.
+    expect(loadConfig({ ...PRODUCTION, AUTH_JWT_SECRET: "pässwörd-😀-秘密-".repeat(4) }).jwtSecret).toMatch(
+      /^pässwörd/,
+    );
+  });
+
+  it("requires a metrics token in production unless metrics are public by name or off", () => {
+    const attempt = () => loadConfig({ ...PRODUCTION, METRICS_TOKEN: undefined });
+    expect(attempt).toThrow(/METRICS_TOKEN: is required outside development while metrics are on/);
+    expect(attempt).toThrow(/METRICS_PUBLIC=true/);
+    expect(loadConfig(PRODUCTION)).toMatchObject({ metricsToken: OWN_TOKEN, metricsPublic: false });
+    expect(loadConfig({ ...PRODUCTION, METRICS_TOKEN: undefined, METRICS_PUBLIC: "true" })).toMatchObject({
+      metricsToken: undefined,
+      metricsPublic: true,
+    });
+    expect(loadConfig({ ...PRODUCTION, METRICS_TOKEN: undefined, METRICS_ENABLED: "false" }).metricsEnabled).toBe(
+      false,
+    );
+    // A token always wins: METRICS_PUBLIC does not open a route that has one.
+    expect(loadConfig({ ...PRODUCTION, METRICS_PUBLIC: "true" }).metricsPublic).toBe(false);
+    // Development and tests serve metrics without a token, unless one is set.
+    expect(loadConfig({}).metricsPublic).toBe(true);
+    expect(loadConfig({ NODE_ENV: "test" }).metricsPublic).toBe(true);
+    expect(loadConfig({ METRICS_TOKEN: OWN_TOKEN }).metricsPublic).toBe(false);
+  });
+
   it("requires an https: JWKS with an issuer and an audience in production", () => {
-    const production = { NODE_ENV: "production", WEBHOOK_SECRET_KEY: OWN_KEY };
+    const production = { NODE_ENV: "production", WEBHOOK_SECRET_KEY: OWN_KEY, METRICS_TOKEN: OWN_TOKEN };
     const attempt = () => loadConfig({ ...production, AUTH_JWKS_URL: "http://idp.example.com/jwks.json" });
     expect(attempt).toThrow(/AUTH_JWKS_URL: must be an https: URL/);
     expect(attempt).toThrow(/AUTH_JWT_ISSUER: is required with AUTH_JWKS_URL/);
@@ -140,6 +240,7 @@ describe("on Vercel (VERCEL=1)", () => {
     AUTH_JWT_ISSUER: "https://auth.example.com/",
     AUTH_JWT_AUDIENCE: "hooklane",
     CRON_SECRET: "c".repeat(32),
+    METRICS_TOKEN: OWN_TOKEN,
   };
 
   it("refuses the postgres driver, whose queue nothing consumes there, and defaults to vercel", () => {

@@ -4,6 +4,15 @@ import { z } from "zod";
 import { BREAKER, RETRY } from "../webhook/outbound/webhook-retry-policy.ts";
 import { parseByteSize } from "./byte-size.ts";
 import { parseBackoff, parseDuration, parseRetrySchedule } from "./duration.ts";
+import {
+  DEVELOPMENT_JWT_SECRET,
+  DEVELOPMENT_SECRET_KEY,
+  isDevelopmentJwtSecret,
+  isDevelopmentSecretKey,
+  secretTextProblem,
+} from "./shared-secrets.ts";
+
+export { DEVELOPMENT_JWT_SECRET, DEVELOPMENT_SECRET_KEY } from "./shared-secrets.ts";
 
 const flag = (fallback: boolean) =>
   z
@@ -24,6 +33,19 @@ const parsedText = <T>(fallback: string, parse: (text: string) => T) =>
         return z.NEVER;
       }
     });
+
+/** A shared secret: refused, saying why, when whitespace or a control character clings to it (`secretTextProblem`). */
+const secret = () =>
+  z.string().check((ctx) => {
+    const problem = secretTextProblem(ctx.value);
+    if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value, continue: false });
+  });
+
+/** A secret sent as `Authorization: Bearer <secret>`: a header carries printable ASCII only. */
+const bearerSecret = () =>
+  secret()
+    .regex(/^[\x20-\x7e]*$/, "must be printable ASCII: it is sent in an Authorization header")
+    .min(16, "must be at least 16 characters");
 
 const list = z
   .string()
@@ -54,7 +76,7 @@ export const envVariables = z.object({
   DATABASE_DRIVER: z.enum(["pg", "neon"]).optional(),
   /** Default: vercel on Vercel, postgres elsewhere (see platformRules). */
   WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).optional(),
-  CRON_SECRET: z.string().min(16, "must be at least 16 characters").optional(),
+  CRON_SECRET: bearerSecret().optional(),
   WEBHOOK_RETRY_SCHEDULE: parsedText(RETRY.defaultSchedule, parseRetrySchedule),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(1).max(60_000).default(10_000),
   WEBHOOK_ALLOWED_HOSTS: list,
@@ -62,8 +84,7 @@ export const envVariables = z.object({
     .string()
     .regex(/^[A-Za-z][A-Za-z0-9-]{0,31}$/, "must be a header-safe word, e.g. Hooklane")
     .default("Hooklane"),
-  WEBHOOK_SECRET_KEY: z
-    .string()
+  WEBHOOK_SECRET_KEY: secret()
     .regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 random bytes in base64url (43 characters)")
     .optional(),
   WEBHOOK_LIVEMODE: flag(true),
@@ -74,7 +95,7 @@ export const envVariables = z.object({
   WEBHOOK_BATCH_SIZE: z.coerce.number().int().min(1).max(1_000).default(100),
   WEBHOOK_CONCURRENCY: z.coerce.number().int().min(1).max(10_000).optional(),
   WEBHOOK_CONNECTIONS_PER_ORIGIN: z.coerce.number().int().min(1).max(10_000).optional(),
-  AUTH_JWT_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  AUTH_JWT_SECRET: secret().min(32, "must be at least 32 characters").optional(),
   AUTH_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
   AUTH_JWT_ISSUER: z.string().min(1).optional(),
   AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
@@ -100,7 +121,9 @@ export const envVariables = z.object({
   ),
   CATALOGUE_AUTO_SYNC: z.enum(["true", "false", "1", "0"]).optional(),
   METRICS_ENABLED: flag(true),
-  METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  METRICS_TOKEN: bearerSecret().optional(),
+  /** Production only: serve /metrics without a token (e.g. on a private network). */
+  METRICS_PUBLIC: flag(false),
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
   READY_MAX_LAG: parsedText("5m", parseDuration),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
@@ -187,11 +210,19 @@ const schema = envVariables.transform((env, ctx) => {
       refuse("AUTH_JWKS_URL", "AUTH_JWKS_URL or AUTH_JWT_SECRET is required outside development");
     }
     // The development values are published in this repository: anyone could mint tokens or unseal secrets.
-    if (env.WEBHOOK_SECRET_KEY === DEVELOPMENT_SECRET_KEY) {
-      refuse("WEBHOOK_SECRET_KEY", "is the published development key; generate your own");
+    // Compared as the keys they make, so no other spelling of them gets through.
+    if (env.WEBHOOK_SECRET_KEY && isDevelopmentSecretKey(env.WEBHOOK_SECRET_KEY)) {
+      refuse("WEBHOOK_SECRET_KEY", "is the published development key (it decodes to its 32 bytes); generate your own");
     }
-    if (env.AUTH_JWT_SECRET === DEVELOPMENT_JWT_SECRET) {
-      refuse("AUTH_JWT_SECRET", "is the published development secret; generate your own");
+    if (env.AUTH_JWT_SECRET && isDevelopmentJwtSecret(env.AUTH_JWT_SECRET)) {
+      refuse("AUTH_JWT_SECRET", "is the published development secret (it signs as that key); generate your own");
+    }
+    // Metrics name this deployment's traffic and failures: not for anyone who finds the URL.
+    if (env.METRICS_ENABLED && !env.METRICS_TOKEN && !env.METRICS_PUBLIC) {
+      refuse(
+        "METRICS_TOKEN",
+        "is required outside development while metrics are on: scrapers send Authorization: Bearer <token> (METRICS_PUBLIC=true serves /metrics to anyone who can reach it; METRICS_ENABLED=false turns metrics off)",
+      );
     }
     if (env.AUTH_JWKS_URL) {
       if (!env.AUTH_JWKS_URL.startsWith("https:")) refuse("AUTH_JWKS_URL", "must be an https: URL outside development");
@@ -205,8 +236,8 @@ const schema = envVariables.transform((env, ctx) => {
   const secretKey = env.WEBHOOK_SECRET_KEY ?? DEVELOPMENT_SECRET_KEY;
   const jwtSecret = env.AUTH_JWT_SECRET ?? (production ? undefined : DEVELOPMENT_JWT_SECRET);
   const developmentSecrets = [
-    ...(!env.AUTH_JWKS_URL && jwtSecret === DEVELOPMENT_JWT_SECRET ? ["AUTH_JWT_SECRET"] : []),
-    ...(secretKey === DEVELOPMENT_SECRET_KEY ? ["WEBHOOK_SECRET_KEY"] : []),
+    ...(!env.AUTH_JWKS_URL && jwtSecret && isDevelopmentJwtSecret(jwtSecret) ? ["AUTH_JWT_SECRET"] : []),
+    ...(isDevelopmentSecretKey(secretKey) ? ["WEBHOOK_SECRET_KEY"] : []),
   ];
   return {
     mode,
@@ -271,6 +302,8 @@ const schema = envVariables.transform((env, ctx) => {
     listenTtlMs: env.WEBHOOK_LISTEN_TTL,
     metricsEnabled: env.METRICS_ENABLED,
     metricsToken: env.METRICS_TOKEN,
+    /** `/metrics` answers without a token: none is set, and development rules or METRICS_PUBLIC=true apply. */
+    metricsPublic: !env.METRICS_TOKEN && (!production || env.METRICS_PUBLIC),
     metricsPort: env.METRICS_PORT,
     readyMaxLagMs: env.READY_MAX_LAG,
     // A laptop syncs the catalogue on start; production waits for ops to run the sync.
@@ -285,9 +318,6 @@ const schema = envVariables.transform((env, ctx) => {
 });
 
 export type Config = z.output<typeof schema>;
-
-export const DEVELOPMENT_SECRET_KEY = "aG9va2xhbmUtZGV2ZWxvcG1lbnQta2V5LW5vdC1zZWM";
-export const DEVELOPMENT_JWT_SECRET = "hooklane-development-jwt-secret-not-for-production";
 
 export class ConfigError extends Error {
   override name = "ConfigError";

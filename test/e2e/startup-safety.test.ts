@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -58,7 +58,46 @@ describe("starting the server: secure unless it is the local quickstart", { time
     expect(code).toBe(1);
     expect(output).toContain("WEBHOOK_SECRET_KEY: is the published development key");
     expect(output).toContain("AUTH_JWT_SECRET: is the published development secret");
+    expect(output).toContain("METRICS_TOKEN: is required outside development while metrics are on");
     expect(connections).toBe(0);
+  });
+
+  it("refuses, from a .env file, secrets with a NUL or a space left on, and the published key spelled otherwise", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "hooklane-start-env-"));
+    const start = async (values: Record<string, string>) => {
+      const lines = Object.entries({ NODE_ENV: "production", DATABASE_URL: databaseUrl, PORT: "0", ...values });
+      await writeFile(join(dir, ".env"), lines.map(([name, value]) => `${name}=${value}\n`).join(""));
+      return spawnServer({}, dir).exited;
+    };
+    try {
+      const leftOn = await start({
+        WEBHOOK_SECRET_KEY: "k".repeat(43),
+        // HMAC pads its key with NULs: as given, this would sign exactly as the published secret.
+        AUTH_JWT_SECRET: `${DEVELOPMENT_JWT_SECRET}\0`,
+        METRICS_TOKEN: `"${"m".repeat(24)} "`,
+      });
+      console.log(
+        `[startup] production, a .env with a NUL and a space left on → exit ${leftOn.code}:\n${leftOn.output.trim()}`,
+      );
+      expect(leftOn.code).toBe(1);
+      expect(leftOn.output).toContain("AUTH_JWT_SECRET: ends with a control character (U+0000): remove it");
+      expect(leftOn.output).toContain("METRICS_TOKEN: ends with whitespace (U+0020): remove it");
+      expect(leftOn.output).not.toContain(DEVELOPMENT_JWT_SECRET);
+      expect(leftOn.output).not.toContain("m".repeat(24));
+
+      const respelt = await start({
+        // The same 32 bytes: the last character's low bits belong to no byte.
+        WEBHOOK_SECRET_KEY: `${DEVELOPMENT_SECRET_KEY.slice(0, -1)}P`,
+        AUTH_JWT_SECRET: "s".repeat(40),
+        METRICS_TOKEN: "m".repeat(24),
+      });
+      console.log(`[startup] production, the published key respelt → exit ${respelt.code}:\n${respelt.output.trim()}`);
+      expect(respelt.code).toBe(1);
+      expect(respelt.output).toContain("WEBHOOK_SECRET_KEY: is the published development key");
+      expect(connections).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("runs the quickstart unchanged: embedded database, loopback only, a loud warning, and npm run token works", async () => {

@@ -45,6 +45,7 @@ function start(name: string, [command, ...args]: string[], env: Record<string, s
       DATABASE_URL: databaseUrl,
       AUTH_JWT_SECRET: JWT_SECRET,
       WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64url"),
+      METRICS_TOKEN: randomBytes(24).toString("base64url"),
       WEBHOOK_RETRY_SCHEDULE: "1s,1s,1s",
       WEBHOOK_LISTEN_TTL: `${TTL_MS}ms`,
       LOG_LEVEL: "info",

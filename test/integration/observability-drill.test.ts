@@ -32,7 +32,9 @@ let drop: () => Promise<void>;
 // Production refuses the published development values: the worker gets keys of its own (the harness seals with the same).
 const SECRET_KEY = randomBytes(32).toString("base64url");
 const JWT_SECRET = randomBytes(32).toString("base64url");
-const secrets: string[] = [SECRET_KEY, JWT_SECRET];
+// Production serves metrics to the token's holder only.
+const METRICS_TOKEN = randomBytes(24).toString("base64url");
+const secrets: string[] = [SECRET_KEY, JWT_SECRET, METRICS_TOKEN];
 
 beforeAll(async () => {
   const created = await createTestDatabase();
@@ -56,6 +58,7 @@ beforeAll(async () => {
     CATALOGUE_AUTO_SYNC: "false",
     LOG_LEVEL: "debug",
     METRICS_PORT: String(metricsPort),
+    METRICS_TOKEN,
     WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms",
     WEBHOOK_BREAKER_OPEN: "100ms,200ms",
     WEBHOOK_TIMEOUT_MS: "2000",
@@ -137,7 +140,10 @@ it("during a receiver outage: one JSON log line per attempt outcome, at its leve
   expect(text).not.toContain("whsec_");
 
   // --- Metrics (acceptance 1) ---
-  const workerScrape = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
+  expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(401);
+  const workerScrape = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, {
+    headers: { authorization: `Bearer ${METRICS_TOKEN}` },
+  });
   expect(workerScrape.status).toBe(200);
   const workerMetrics = parseScrape(await workerScrape.text());
   const apiMetrics = parseScrape(await (await createApp(harness.hooklane).request("/metrics")).text());

@@ -1,6 +1,8 @@
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { count, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../../lib/config/env.ts";
 import { webhookAttempt, webhookDispatch, webhookPoisonMessage } from "../../../lib/db/schema.ts";
 import { ROUTE_WAKE_CHANNEL } from "../../../lib/db/sql/route-jobs.ts";
 import { exposeLedgerMetrics } from "../../../lib/metrics/ledger-metrics.ts";
@@ -139,5 +141,34 @@ describe("GET /metrics", () => {
     expect((await scrape({ authorization: TOKEN })).status).toBe(401);
     const off = createApp({ ...harness.hooklane, metrics: undefined });
     expect((await off.request("/metrics")).status).toBe(404);
+  });
+
+  it("in production answers only the token, and anyone with METRICS_PUBLIC=true; development needs none", async () => {
+    const production = {
+      NODE_ENV: "production",
+      WEBHOOK_SECRET_KEY: randomBytes(32).toString("base64url"),
+      AUTH_JWT_SECRET: randomBytes(32).toString("base64url"),
+    };
+    const scrapeAs = (env: Record<string, string>, headers: Record<string, string> = {}) =>
+      createApp({ ...harness.hooklane, config: loadConfig(env) }).request("/metrics", { headers });
+
+    const guarded = { ...production, METRICS_TOKEN: TOKEN };
+    const refused = await scrapeAs(guarded);
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get("www-authenticate")).toBe('Bearer realm="metrics"');
+    for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(0, -1)}`, `bearer ${TOKEN}`, "Bearer "]) {
+      expect((await scrapeAs(guarded, { authorization })).status, authorization).toBe(401);
+    }
+    expect((await scrapeAs(guarded, { authorization: `Bearer ${TOKEN}` })).status).toBe(200);
+
+    expect((await scrapeAs({ ...production, METRICS_PUBLIC: "true" })).status).toBe(200);
+    // A configuration that says neither (production refuses to start with one) still gets nothing.
+    const unguarded = { ...loadConfig(guarded), metricsToken: undefined };
+    const bare = createApp({ ...harness.hooklane, config: unguarded });
+    expect((await bare.request("/metrics", { headers: { authorization: "Bearer " } })).status).toBe(401);
+    expect((await bare.request("/metrics", { headers: { authorization: "Bearer undefined" } })).status).toBe(401);
+
+    expect((await scrapeAs({ NODE_ENV: "development" })).status).toBe(200);
+    expect((await scrapeAs({ NODE_ENV: "test" })).status).toBe(200);
   });
 });

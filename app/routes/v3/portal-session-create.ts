@@ -1,22 +1,20 @@
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { timestamp } from "../../../lib/api/timestamps.ts";
+import { parseFrameAncestor } from "../../../lib/webhook/portal/frame-ancestor.ts";
 import { sealPortalSession } from "../../../lib/webhook/portal/portal-session.ts";
 import { owningAccount } from "./tenancy.ts";
 
-const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-/** An origin allowed to frame the portal: https (plain http only for a loopback host), nothing but the origin. */
+/** An origin allowed to frame the portal, as the CSP host-source it becomes (`parseFrameAncestor`). */
 const frameOrigin = z
   .string()
   .max(300)
-  .refine((text) => {
-    if (!URL.canParse(text)) return false;
-    const url = new URL(text);
-    const secure = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.has(url.hostname));
-    return secure && !url.username && !url.password && url.pathname === "/" && !url.search && !url.hash;
-  }, "must be an origin: https://host[:port], nothing after it")
-  .transform((text) => new URL(text).origin);
+  .transform((text, ctx) => {
+    const parsed = parseFrameAncestor(text);
+    if ("source" in parsed) return parsed.source;
+    ctx.addIssue({ code: "custom", message: parsed.problem });
+    return z.NEVER;
+  });
 
 const createPortalSessionBody = z
   .strictObject({
@@ -25,7 +23,9 @@ const createPortalSessionBody = z
       .array(frameOrigin)
       .min(1)
       .max(10)
-      .describe("Origins whose pages may embed the portal in a frame (the answer's `frame-ancestors`)."),
+      .describe(
+        "Origins whose pages may embed the portal in a frame (the answer's `frame-ancestors`): `https://host[:port]` (`http://` for localhost and 127.0.0.1 only), nothing after it; `https://*.example.com` allows every subdomain of example.com.",
+      ),
     expiresIn: z
       .number()
       .int()
