@@ -102,4 +102,24 @@ describe("per-account quotas", () => {
     const jobs = await db.select().from(webhookRecovery);
     expect(jobs.every((job) => job.status === "completed")).toBe(true);
   });
+
+  it("holds exactly under a burst on the embedded database, its one connection taking turns", async () => {
+    const CAROL = { account: "acc_carol" };
+    await harness.accounts(CAROL.account);
+    const statuses = (answers: Awaited<ReturnType<Harness["call"]>>[]) => answers.map((a) => a.status).sort();
+    const creates = await Promise.all(Array.from({ length: 6 }, (_, i) => subscribe(CAROL, `c${i}`)));
+    expect(statuses(creates)).toEqual([201, 201, 429, 429, 429, 429]);
+    const hook = creates.find((answer) => answer.status === 201)!.body;
+    const tests = await Promise.all(
+      Array.from({ length: 9 }, () => harness.call("POST", `/v3/webhooks/${hook.id}/test`, CAROL)),
+    );
+    expect(statuses(tests)).toEqual([202, 202, 202, ...Array(6).fill(429)]);
+    const since = new Date(Date.now() - HOUR_MS).toISOString();
+    const recoveries = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        harness.call("POST", `/v3/webhooks/${hook.id}/recover`, { ...CAROL, body: { since } }),
+      ),
+    );
+    expect(statuses(recoveries)).toEqual([202, 202, 429, 429, 429, 429]);
+  });
 });

@@ -38,31 +38,35 @@ export function addWebhookCreate(router: OperationRouter): void {
       assertCallbackUrl(body.url, config.allowedHosts);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
-      await accountQuotas.webhook(database, config, owner);
+      const events = await assertSubscribableEvents(database, body.events);
       const secret = generateWebhookSecret();
-      const [row] = await database.db
-        .insert(webhook)
-        .values({
+      const secretSealed = await secrets.seal(secret);
+      const row = await accountQuotas.webhook(c, owner, async (tx) => {
+        const [created] = await tx.db
+          .insert(webhook)
+          .values({
+            account: owner,
+            url: body.url,
+            events,
+            scheme: body.scheme,
+            description: body.description,
+            rateLimit: body.rateLimit,
+            heldEventMaxAge: body.heldEventMaxAge,
+            secretSealed,
+            createdBy: principal.sub,
+          })
+          .returning();
+        await recordAudit(tx, principal, {
+          action: "webhook.created",
+          target: created!.id,
           account: owner,
-          url: body.url,
-          events: await assertSubscribableEvents(database, body.events),
-          scheme: body.scheme,
-          description: body.description,
-          rateLimit: body.rateLimit,
-          heldEventMaxAge: body.heldEventMaxAge,
-          secretSealed: await secrets.seal(secret),
-          createdBy: principal.sub,
-        })
-        .returning();
-      await recordAudit(database, principal, {
-        action: "webhook.created",
-        target: row!.id,
-        account: owner,
-        detail: { url: body.url, events: row!.events },
+          detail: { url: body.url, events: created!.events },
+        });
+        return created!;
       });
       afterCommit(c, () => subscriptions.invalidate());
       // The secret is shown here, once; afterwards only its sealed form exists.
-      return c.json({ ...presentWebhook(row!), secret }, 201);
+      return c.json({ ...presentWebhook(row), secret }, 201);
     },
   );
 }

@@ -56,24 +56,26 @@ export function addWebhookRecovery(router: OperationRouter): void {
     async (c, { params, body }) => {
       const database = c.get("database");
       const hook = await findWebhook(database, c.get("principal"), params.id, { support: true });
-      await accountQuotas.recovery(database, c.get("hooklane").config, hook.account);
-      const [row] = await database.db
-        .insert(webhookRecovery)
-        .values({
-          webhookId: hook.id,
-          since: new Date(body.since),
-          until: body.until ? new Date(body.until) : new Date(),
-          createdBy: c.get("principal").sub,
-        })
-        .returning();
-      await recordAudit(database, c.get("principal"), {
-        action: "recovery.started",
-        target: row!.id,
-        account: hook.account,
-        detail: { webhook: hook.id, since: row!.since.toISOString(), until: row!.until.toISOString() },
+      const row = await accountQuotas.recovery(c, hook.account, "recover", async (tx) => {
+        const [started] = await tx.db
+          .insert(webhookRecovery)
+          .values({
+            webhookId: hook.id,
+            since: new Date(body.since),
+            until: body.until ? new Date(body.until) : new Date(),
+            createdBy: c.get("principal").sub,
+          })
+          .returning();
+        await recordAudit(tx, c.get("principal"), {
+          action: "recovery.started",
+          target: started!.id,
+          account: hook.account,
+          detail: { webhook: hook.id, since: started!.since.toISOString(), until: started!.until.toISOString() },
+        });
+        return started!;
       });
       await wakeSweepers(database);
-      return c.json(presentRecovery(row!, { delivered: 0, failed: 0 }), 202);
+      return c.json(presentRecovery(row, { delivered: 0, failed: 0 }), 202);
     },
   );
 

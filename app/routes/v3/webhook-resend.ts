@@ -65,26 +65,32 @@ export function addWebhookResend(router: OperationRouter): void {
       const account = body.account ?? principal.account;
       // Another account's webhooks are absent to everyone but support.
       if (account !== principal.account && !principal.support) throw notFound("account");
-      await accountQuotas.recovery(database, c.get("hooklane").config, account, "resend");
-      const [row] = await database.db
-        .insert(webhookRecovery)
-        .values({
-          kind: "resend",
+      const row = await accountQuotas.recovery(c, account, "resend", async (tx) => {
+        const [started] = await tx.db
+          .insert(webhookRecovery)
+          .values({
+            kind: "resend",
+            account,
+            eventType: body.eventType,
+            since: new Date(body.since),
+            until: body.until ? new Date(body.until) : new Date(),
+            createdBy: principal.sub,
+          })
+          .returning();
+        await recordAudit(tx, principal, {
+          action: "resend.started",
+          target: started!.id,
           account,
-          eventType: body.eventType,
-          since: new Date(body.since),
-          until: body.until ? new Date(body.until) : new Date(),
-          createdBy: principal.sub,
-        })
-        .returning();
-      await recordAudit(database, principal, {
-        action: "resend.started",
-        target: row!.id,
-        account,
-        detail: { eventType: body.eventType, since: row!.since.toISOString(), until: row!.until.toISOString() },
+          detail: {
+            eventType: body.eventType,
+            since: started!.since.toISOString(),
+            until: started!.until.toISOString(),
+          },
+        });
+        return started!;
       });
       await wakeSweepers(database);
-      return c.json(presentResend(row!, { delivered: 0, failed: 0 }), 202);
+      return c.json(presentResend(row, { delivered: 0, failed: 0 }), 202);
     },
   );
 

@@ -51,39 +51,42 @@ export function addWebhookTestEvent(router: OperationRouter): void {
       const { config, transport } = c.get("hooklane");
       const database = c.get("database");
       const hook = await findWebhook(database, c.get("principal"), params.id);
-      await accountQuotas.testEvent(database, config, hook.account);
       const eventId = newEventId();
-      const [row] = await database.db
-        .insert(webhookDispatch)
-        .values({
-          eventId,
-          eventType: TEST_EVENT_TYPE,
-          testMode: body.mode === "normal" ? null : body.mode,
-          webhookId: hook.id,
-          account: hook.account,
-          payload: buildEventBody({
-            id: eventId,
-            type: TEST_EVENT_TYPE,
-            created: new Date().toISOString(),
-            livemode: config.livemode,
-            object: "webhook",
-            resourceId: hook.id,
-            account: hook.account,
-          }),
-        })
-        .returning();
-      // Open: due now, for the lane's claims.
-      await database.db
-        .insert(webhookDispatchOpen)
-        .values({ dispatchId: row!.id, webhookId: hook.id, nextAttemptAt: row!.nextAttemptAt });
-      await recordAudit(database, c.get("principal"), {
-        action: "webhook.test-sent",
-        target: hook.id,
+      const payload = buildEventBody({
+        id: eventId,
+        type: TEST_EVENT_TYPE,
+        created: new Date().toISOString(),
+        livemode: config.livemode,
+        object: "webhook",
+        resourceId: hook.id,
         account: hook.account,
-        detail: { dispatch: row!.id, mode: body.mode },
       });
-      afterCommit(c, () => transport.sendDeliver([row!.id]));
-      return c.json(presentDispatch(row!), 202);
+      const row = await accountQuotas.testEvent(c, hook.account, async (tx) => {
+        const [sent] = await tx.db
+          .insert(webhookDispatch)
+          .values({
+            eventId,
+            eventType: TEST_EVENT_TYPE,
+            testMode: body.mode === "normal" ? null : body.mode,
+            webhookId: hook.id,
+            account: hook.account,
+            payload,
+          })
+          .returning();
+        // Open: due now, for the lane's claims.
+        await tx.db
+          .insert(webhookDispatchOpen)
+          .values({ dispatchId: sent!.id, webhookId: hook.id, nextAttemptAt: sent!.nextAttemptAt });
+        await recordAudit(tx, c.get("principal"), {
+          action: "webhook.test-sent",
+          target: hook.id,
+          account: hook.account,
+          detail: { dispatch: sent!.id, mode: body.mode },
+        });
+        return sent!;
+      });
+      afterCommit(c, () => transport.sendDeliver([row.id]));
+      return c.json(presentDispatch(row), 202);
     },
   );
 }

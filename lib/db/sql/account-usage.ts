@@ -2,6 +2,31 @@ import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 import type { RecoveryKind } from "../schema.ts";
 
+/**
+ * The first key of every quota lock, in the two-key form of advisory locks
+ * (idempotency keys take 7_207_313, the claim's key locks 7_207_320).
+ */
+export const QUOTA_LOCK_SPACE = 7_207_314;
+
+/** What a quota lock guards: one count of an account's. Recoveries and resends are counted apart. */
+export type QuotaLock = "webhooks" | "test-events" | RecoveryKind;
+
+/**
+ * Takes the lock of `account`'s `quota` for the rest of `tx`'s transaction,
+ * waiting while another transaction holds it. A count and the insert it
+ * allows, made under it in one transaction, are then exact: the next holder
+ * counts after the insert committed (or rolled back). A statement of its own,
+ * before the count: under READ COMMITTED the count's snapshot is taken once
+ * the lock is held. Keyed by account and quota, so other accounts never wait;
+ * two keys sharing a hash only take turns. Null (the global webhooks) hashes
+ * apart from every account.
+ */
+export async function lockQuota(tx: Database, account: string | null, quota: QuotaLock): Promise<void> {
+  await tx.rows(
+    sql`select pg_advisory_xact_lock(${QUOTA_LOCK_SPACE}, hashtext(${quota} || coalesce(' ' || ${account}::text, '')))`,
+  );
+}
+
 /** `account = $1`, where a null account means the global webhooks (one account, for quotas). */
 const owned = (account: string | null) => (account === null ? sql`w.account is null` : sql`w.account = ${account}`);
 
@@ -34,7 +59,7 @@ export async function recentTestEvents(
 export async function countOpenRecoveries(
   database: Database,
   account: string | null,
-  kind: RecoveryKind = "recover",
+  kind: RecoveryKind,
 ): Promise<number> {
   const [row] = await database.rows<{ n: number }>(sql`
     select count(*)::int as n
