@@ -101,7 +101,11 @@ const claim = (workerId: string, after?: string) =>
 /** Polls until `done()` or some session waits for a lock (true), for 5 s at most. */
 async function waitsBefore(done: () => boolean = () => false): Promise<boolean> {
   for (let i = 0; i < 200 && !done(); i++) {
-    const { rows } = await observer.query<{ n: number }>("select count(*)::int as n from pg_locks where not granted");
+    // This database's sessions only: other suites share the server and wait for their own locks meanwhile.
+    const { rows } = await observer.query<{ n: number }>(
+      `select count(*)::int as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+       where not l.granted and a.datname = current_database()`,
+    );
     if (rows[0]!.n > 0) return true;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
