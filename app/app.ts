@@ -2,6 +2,7 @@ import { Hono } from "hono";
 import { methodNotAllowed } from "hono/method-not-allowed";
 import { limitBodySize, limitJsonDepth } from "../lib/api/body-limits.ts";
 import { loopbackHostOnly } from "../lib/api/loopback-host.ts";
+import { rateLimit } from "../lib/api/rate-limit.ts";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { ApiError, problem } from "../lib/api/problem.ts";
 import { requestIdentity, requestLog } from "../lib/api/request-log.ts";
@@ -20,7 +21,8 @@ import { securityHeaders } from "./security-headers.ts";
  * (`/health`, `/ready`) and metrics (`/metrics`).
  * Every answer carries the security headers; every body is bounded
  * (`HTTP_BODY_LIMIT`, and JSON nesting for the API) before anything reads it;
- * a known path asked with another method answers 405 with `Allow`.
+ * a known path asked with another method answers 405 with `Allow`; every
+ * authenticated request is held to the request rates (`API_RATE_LIMIT_*`).
  */
 export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
@@ -44,7 +46,8 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
     }),
   );
   // Only authenticated callers get their body read; every JSON parser comes after the depth check.
-  app.use("/v3/*", requireAuth, limitJsonDepth);
+  // The console calls the API in-process, so its pages count against the same rates.
+  app.use("/v3/*", requireAuth, rateLimit(), limitJsonDepth);
   const v3 = v3Routes();
   app.route("/", v3.app);
   app.route("/", apiReferenceRoutes(v3.operations));

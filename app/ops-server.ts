@@ -3,6 +3,7 @@ import { serve } from "@hono/node-server";
 import { Hono } from "hono";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import type { Hooklane } from "../lib/hooklane.ts";
+import { capConnections, httpServerOptions } from "./http-server-limits.ts";
 import { opsRoutes } from "./routes/ops/ops-routes.ts";
 
 export interface OpsServer {
@@ -23,12 +24,14 @@ export function startOpsServer(hooklane: Hooklane, port: number): Promise<OpsSer
   });
   app.route("/", opsRoutes());
   return new Promise((resolve, reject) => {
-    const server = serve({ fetch: app.fetch, port }, (info: AddressInfo) =>
+    const limits = hooklane.config.http;
+    const server = serve({ fetch: app.fetch, port, serverOptions: httpServerOptions(limits) }, (info: AddressInfo) =>
       resolve({
         port: info.port,
         close: () => new Promise<void>((done) => server.close(() => done())),
       }),
     );
+    capConnections(server, limits);
     server.once("error", reject);
   });
 }

@@ -3,6 +3,7 @@ import { config } from "../lib/config/env.ts";
 import { createHooklane, startLane } from "../lib/create-hooklane.ts";
 import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
 import { createApp } from "./app.ts";
+import { capConnections, httpServerOptions } from "./http-server-limits.ts";
 import { runProcess } from "./process-lifecycle.ts";
 
 /** `npm start`: the API, and (unless HOOKLANE_LANE=off) the webhook-out lane in the same process. */
@@ -16,6 +17,7 @@ async function main(): Promise<(signal: string) => Promise<void>> {
     fetch: createApp(hooklane).fetch,
     port: settings.port,
     ...(settings.host ? { hostname: settings.host } : {}),
+    serverOptions: httpServerOptions(settings.http),
   };
   const server = serve(listen, (info) => {
     const where = hooklane.database.kind === "pglite" ? `embedded PGlite in ${settings.pgliteDataDir}` : "PostgreSQL";
@@ -26,6 +28,7 @@ async function main(): Promise<(signal: string) => Promise<void>> {
     );
     if (!settings.publishEnabled) logger.info("ENABLE_API_EVENT_QUEUE=false: the API publishes no events");
   });
+  capConnections(server, settings.http);
 
   return async (signal) => {
     logger.info(`${signal}: draining`);

@@ -71,7 +71,13 @@ export async function startApi(
   const started = await startProduct(settings, {
     args: ["app/server.ts"],
     name: options.name,
-    env: { PORT: String(port), HOOKLANE_LANE: "off", ENABLE_API_EVENT_QUEUE: String(options.publish) },
+    // The load comes from one token far above any request rate limit: the bench measures the API, not the limiter.
+    env: {
+      PORT: String(port),
+      HOOKLANE_LANE: "off",
+      ENABLE_API_EVENT_QUEUE: String(options.publish),
+      API_RATE_LIMIT: "false",
+    },
     ready: /hooklane API on /,
   });
   return { ...started, url: `http://127.0.0.1:${port}` };

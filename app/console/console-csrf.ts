@@ -69,16 +69,22 @@ const sameOrigin = csrf();
 /**
  * Every state-changing console request, sign-in included, must come from a
  * page of this origin (`Origin` / `Sec-Fetch-Site`) and carry the form token
- * that matches the browser's nonce cookie; anything else is a 403 page.
+ * that matches the browser's nonce cookie; anything else is a 403 page, and
+ * a body that claims to be a form but cannot be read as one a 400 page.
  */
 export const consoleCsrf = createMiddleware<HooklaneEnv>(async (c, next) => {
   if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+  const context = () => ({
+    csrf: formToken(c),
+    base: PORTAL_PATH.exec(c.req.path)?.[0].replace(/\/$/, "") ?? "/console",
+  });
   const refuse = () =>
     c.html(
-      problemPage("Forbidden", "This form is stale or came from another site. Reload the page and try again.", {
-        csrf: formToken(c),
-        base: PORTAL_PATH.exec(c.req.path)?.[0].replace(/\/$/, "") ?? "/console",
-      }),
+      problemPage(
+        "Forbidden",
+        "This form is stale or came from another site. Reload the page and try again.",
+        context(),
+      ),
       403,
     );
   try {
@@ -87,6 +93,15 @@ export const consoleCsrf = createMiddleware<HooklaneEnv>(async (c, next) => {
     if (error instanceof HTTPException && error.status === 403) return refuse();
     throw error;
   }
-  if (!validToken(c, (await c.req.parseBody())[CSRF_FIELD])) return refuse();
+  let form: Awaited<ReturnType<typeof c.req.parseBody>>;
+  try {
+    form = await c.req.parseBody();
+  } catch (error) {
+    // A body that says it is a form and is not one (a multipart body without its boundary): the client's fault.
+    if (error instanceof TypeError)
+      return c.html(problemPage("Bad request", "The form could not be read.", context()), 400);
+    throw error;
+  }
+  if (!validToken(c, form[CSRF_FIELD])) return refuse();
   await next();
 });

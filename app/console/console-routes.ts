@@ -10,6 +10,12 @@ import { apiAnswer, pageAnswers, type ApiCaller, type ConsoleTools } from "./con
 import { addWebhookConsoleRoutes } from "./console-webhook-routes.ts";
 
 const COOKIE = "hooklane_console";
+// RFC 6750's b64token, which every JWT is: anything else (NUL, a line break, U+FFFD) cannot go in an
+// Authorization header, so it is no token at all, never a header the in-process call would throw on.
+const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+
+/** `text` when it can be a bearer token, else undefined: a malformed token or cookie means "not signed in". */
+const bearerToken = (text: unknown) => (typeof text === "string" && BEARER_TOKEN.test(text) ? text : undefined);
 
 /**
  * The console: server-rendered pages over the control-plane API. It holds
@@ -26,8 +32,11 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
 
   const signedIn: ConsoleTools = {
     async call(c, method, path, body) {
-      const token = getCookie(c, COOKIE);
-      if (!token) return undefined;
+      const token = bearerToken(getCookie(c, COOKIE));
+      if (!token) {
+        if (getCookie(c, COOKIE) !== undefined) deleteCookie(c, COOKIE, { path: "/console" });
+        return undefined;
+      }
       const response = await api(path, {
         method,
         headers: {
@@ -47,9 +56,10 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   };
 
   app.post("/console/login", async (c) => {
-    const token = String((await c.req.parseBody()).token ?? "").trim();
-    const probe = await api("/v3/webhooks?limit=1", { headers: { authorization: `Bearer ${token}` } });
-    if (!probe.ok) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
+    const sent = (await c.req.parseBody()).token;
+    const token = bearerToken(typeof sent === "string" ? sent.trim() : undefined);
+    const probe = token && (await api("/v3/webhooks?limit=1", { headers: { authorization: `Bearer ${token}` } }));
+    if (!probe || !probe.ok) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
     // The API accepted it, so it has an exp: the session ends when the token does.
     const { exp } = decodeJwt(token);
     setCookie(c, COOKIE, token, {

@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
+import type { Socket } from "node:net";
 import type { HooklaneEnv } from "./hono-env.ts";
 import { JSON_DEPTH_LIMIT, nestsDeeperThan } from "./json-depth.ts";
 import { ApiError, problem } from "./problem.ts";
@@ -8,9 +9,10 @@ import { ApiError, problem } from "./problem.ts";
 /**
  * Refuses a body larger than `HTTP_BODY_LIMIT` with a 413 problem: at once
  * when its `Content-Length` says so (nothing is read), or as soon as a
- * streamed body passes the limit (at most the limit is held). The rest of the
- * upload is not kept: the Node server discards it for at most 500 ms or
- * 64 MiB, long enough for the client to read the 413, then hangs up.
+ * streamed body passes the limit (at most the limit is held). The 413 says
+ * `Connection: close`, and the connection ends once it is sent (`closeGently`):
+ * the rest of the upload is not kept, only discarded for a moment, long enough
+ * for the client to read the 413.
  */
 export const limitBodySize = createMiddleware<HooklaneEnv>(async (c, next) => {
   const chunked = c.req.header("transfer-encoding") !== undefined;
@@ -24,10 +26,39 @@ export const limitBodySize = createMiddleware<HooklaneEnv>(async (c, next) => {
   return limit(c, next);
 });
 
+/** How long a connection closed under a client still uploading keeps discarding what it sends. */
+const LINGER_MS = 1_000;
+
+/**
+ * Makes Node close this request's connection the way a server must while the
+ * client is still sending: on `Connection: close` Node destroys the socket as
+ * soon as the answer is written, and unread upload bytes then make the kernel
+ * reset the connection, which throws away the 413 before the client reads it.
+ * Instead the socket sends its FIN after the answer and goes on discarding the
+ * upload (the Node server's drain) until the client hangs up, the drain gives
+ * up (500 ms or 64 MiB), or LINGER_MS pass; then it is destroyed.
+ */
+function closeGently(c: Context): void {
+  const socket = (c.env as { incoming?: { socket?: Socket } } | undefined)?.incoming?.socket;
+  if (!socket) return;
+  let lingering = false;
+  socket.destroySoon = () => {
+    if (lingering) return void socket.destroy();
+    lingering = true;
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
+  };
+}
+
 /** Hono's streamed body limit, one per size (there is one size per process). */
 const streamedLimits = new Map<number, ReturnType<typeof bodyLimit>>();
 
 function tooLarge(c: Context, maxSize: number): Response {
+  // The rest of the body is never read, so the connection cannot carry another request: say so.
+  c.header("connection", "close");
+  closeGently(c);
   return problem(c, new ApiError(413, "Content Too Large", `The body is larger than ${maxSize} bytes.`));
 }
 

@@ -77,7 +77,7 @@ export const ERROR_TYPES: readonly ErrorType[] = [
     "rate_limited",
     429,
     "Too Many Requests",
-    "A quota of the caller's account is used up (`quota` names it, `limit` is its size); `Retry-After` says when to try again.",
+    "A quota of the caller's account, or the request rate of its token or account, is used up (`quota` names it, `limit` is its size); `Retry-After` says when to try again.",
   ),
   kind(
     "internal",

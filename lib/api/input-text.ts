@@ -5,8 +5,11 @@ import { codePoint } from "../code-point.ts";
 const CONTROL_MULTILINE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
-/** Why `text` cannot be stored as it is, or undefined when it can. */
-function textProblem(text: string, multiline: boolean): string | undefined {
+/**
+ * Why `text` cannot be stored as it is, or undefined when it can: a lone
+ * surrogate, or a control character (tab, LF and CR allowed when `multiline`).
+ */
+export function textProblem(text: string, multiline: boolean): string | undefined {
   if (!text.isWellFormed()) return "must be valid Unicode text (it holds a lone surrogate)";
   const control = (multiline ? CONTROL_MULTILINE : CONTROL).exec(text);
   return control ? `must not contain control characters (${codePoint(control[0])})` : undefined;

@@ -46,7 +46,10 @@ function requestBody(body: z.ZodType, schema: JsonSchema, required: boolean) {
 
 /** The standard answers every operation may give, by the shape of its input. */
 function implicitResponses(spec: OperationSpec): Record<number, string> {
-  const answers: Record<number, string> = { 401: "No valid bearer token." };
+  const answers: Record<number, string> = {
+    401: "No valid bearer token.",
+    429: "Too many requests from this token's subject or account (`RateLimit`, `RateLimit-Policy`; `Retry-After` says when to try again), or an account quota is used up.",
+  };
   if (spec.path.includes("/:")) answers[404] = "No such object in the caller's scope.";
   answers[422] = "The input failed validation (unknown fields included); `errors` names each field.";
   if (spec.body) {

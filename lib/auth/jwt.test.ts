@@ -67,7 +67,17 @@ describe("bearer tokens signed with the shared secret", () => {
     ],
     ["an nbf in the future", { exp: now() + 600, nbf: now() + 300 }, "The token is not valid yet."],
     ["no account", { exp: now() + 600, account: undefined }, "The token lacks the sub or account claim."],
-  ])("refuses a token with %s", async (_, claims, description) => {
+    ...[
+      ["a NUL in its account", { account: "acc_\u0000" }],
+      ["a line break in its account", { account: "acc_1\r\nacc_2" }],
+      ["a lone surrogate in its account", { account: "acc_\ud800" }],
+      ["a C1 control in its role", { role: "admin\u0085" }],
+    ].map(([what, claims]) => [
+      what,
+      { exp: now() + 600, ...(claims as object) },
+      "The token's sub, account or role claim holds a control character or invalid Unicode.",
+    ]),
+  ] as Array<[string, Record<string, unknown>, string]>)("refuses a token with %s", async (_, claims, description) => {
     expect(await verdict(verify, await signed(claims))).toBe(description);
   });
 
@@ -93,6 +103,12 @@ describe("bearer tokens signed with the shared secret", () => {
     ).toString("base64url")}.`;
     expect(await verdict(verify, unsigned)).toBe("The token's algorithm is not accepted.");
     expect(await verdict(verify, "not-a-jwt")).toBe("The token is malformed.");
+  });
+
+  it("refuses a validly signed subject holding a control character", async () => {
+    expect(await verdict(verify, await mintToken(SECRET, { sub: "user\u0000", account: "acc_1" }))).toBe(
+      "The token's sub, account or role claim holds a control character or invalid Unicode.",
+    );
   });
 });
 

@@ -1,6 +1,7 @@
 import { createRemoteJWKSet, errors, jwtVerify, SignJWT, type JWTVerifyGetKey } from "jose";
 import { LRUCache } from "lru-cache";
 import { z } from "zod";
+import { textProblem } from "../api/input-text.ts";
 
 /**
  * Who is calling: the token's subject, its account, and its role claim.
@@ -110,16 +111,19 @@ export function createTokenVerifier(rules: TokenRules): TokenVerifier {
     }
     const parsed = claims.safeParse(payload);
     if (!parsed.success) throw new TokenRejected("The token lacks the sub or account claim.");
-    const { exp, iat } = parsed.data;
+    const { exp, iat, sub, account, role } = parsed.data;
+    // Refused here, so no route (nor PostgreSQL `text`, which refuses NUL) ever sees such a name.
+    if ([sub, account, role].some((claim) => claim !== undefined && textProblem(claim, false) !== undefined)) {
+      throw new TokenRejected("The token's sub, account or role claim holds a control character or invalid Unicode.");
+    }
     // From its issue, or from now when it has no iat or claims one in the future.
     const now = Date.now() / 1_000;
     if (exp - Math.min(iat ?? now, now) > maxLifetimeSeconds) {
       throw new TokenRejected(`The token lives longer than the ${formatSeconds(maxLifetimeSeconds)} this API accepts.`);
     }
-    const { role } = parsed.data;
     const principal = Object.freeze({
-      sub: parsed.data.sub,
-      account: parsed.data.account,
+      sub,
+      account,
       admin: role === "admin",
       support: role === "support",
     });

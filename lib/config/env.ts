@@ -66,6 +66,16 @@ export const envVariables = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).optional(),
   HTTP_BODY_LIMIT: parsedText("1mb", parseByteSize).pipe(z.number().int().min(1_024, "must be at least 1kb")),
+  HTTP_HEADERS_TIMEOUT: parsedText("10s", parseDuration).pipe(
+    z.number().int().min(1_000, "must be at least 1s").max(600_000, "must be at most 10m"),
+  ),
+  HTTP_REQUEST_TIMEOUT: parsedText("30s", parseDuration).pipe(
+    z.number().int().min(1_000, "must be at least 1s").max(3_600_000, "must be at most 1h"),
+  ),
+  HTTP_KEEP_ALIVE_TIMEOUT: parsedText("5s", parseDuration).pipe(
+    z.number().int().min(0).max(600_000, "must be at most 10m"),
+  ),
+  HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(1_000_000).default(4_096),
   DATABASE_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, "must be a postgres:// or postgresql:// URL")
@@ -114,6 +124,13 @@ export const envVariables = z.object({
   WEBHOOK_QUOTA_WEBHOOKS: z.coerce.number().int().min(1).max(1_000_000).default(500),
   WEBHOOK_QUOTA_TEST_EVENTS: z.coerce.number().int().min(1).max(1_000_000).default(100),
   WEBHOOK_QUOTA_RECOVERIES: z.coerce.number().int().min(1).max(1_000).default(3),
+  WEBHOOK_QUOTA_LISTEN_SESSIONS: z.coerce.number().int().min(1).max(1_000).default(5),
+  WEBHOOK_QUOTA_LISTEN_STREAMS: z.coerce.number().int().min(1).max(1_000).default(5),
+  API_RATE_LIMIT: flag(true),
+  API_RATE_LIMIT_PER_SUBJECT: z.coerce.number().min(0.01).max(1_000_000).default(50),
+  API_RATE_LIMIT_PER_SUBJECT_BURST: z.coerce.number().int().min(1).max(1_000_000).default(100),
+  API_RATE_LIMIT_PER_ACCOUNT: z.coerce.number().min(0.01).max(1_000_000).default(200),
+  API_RATE_LIMIT_PER_ACCOUNT_BURST: z.coerce.number().int().min(1).max(1_000_000).default(400),
   WEBHOOK_BREAKER_THRESHOLD: z.coerce.number().int().min(1).max(1_000).default(BREAKER.threshold),
   WEBHOOK_BREAKER_OPEN: parsedText(BREAKER.open, parseBackoff),
   WEBHOOK_LISTEN_TTL: parsedText("60s", parseDuration).pipe(
@@ -195,6 +212,13 @@ function resolveMode(env: {
 
 const schema = envVariables.transform((env, ctx) => {
   const platform = platformRules(env, ctx);
+  if (env.HTTP_HEADERS_TIMEOUT > env.HTTP_REQUEST_TIMEOUT) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["HTTP_HEADERS_TIMEOUT"],
+      message: "must not be longer than HTTP_REQUEST_TIMEOUT: the headers are part of the request",
+    });
+  }
   const mode = platform.deployed ? "production" : resolveMode(env);
   const production = mode === "production";
   const refuse = (path: string, message: string) => {
@@ -248,6 +272,13 @@ const schema = envVariables.transform((env, ctx) => {
     // A Vercel function binds nothing: the platform routes requests to it under the deployment's own names.
     host: env.HOST ?? (production || env.VERCEL === "1" ? undefined : "127.0.0.1"),
     bodyLimitBytes: env.HTTP_BODY_LIMIT,
+    /** How long a client may take, and how many may be connected at once, on each HTTP port of the process. */
+    http: {
+      headersTimeoutMs: env.HTTP_HEADERS_TIMEOUT,
+      requestTimeoutMs: env.HTTP_REQUEST_TIMEOUT,
+      keepAliveTimeoutMs: env.HTTP_KEEP_ALIVE_TIMEOUT,
+      maxConnections: env.HTTP_MAX_CONNECTIONS,
+    },
     port: env.PORT,
     databaseUrl: env.DATABASE_URL,
     databaseDriver:
@@ -292,7 +323,16 @@ const schema = envVariables.transform((env, ctx) => {
       webhooks: env.WEBHOOK_QUOTA_WEBHOOKS,
       testEventsPerHour: env.WEBHOOK_QUOTA_TEST_EVENTS,
       openRecoveries: env.WEBHOOK_QUOTA_RECOVERIES,
+      listenSessions: env.WEBHOOK_QUOTA_LISTEN_SESSIONS,
+      listenStreams: env.WEBHOOK_QUOTA_LISTEN_STREAMS,
     },
+    /** Requests per second and burst, per token subject and per account, in each process; undefined: off. */
+    rateLimit: env.API_RATE_LIMIT
+      ? {
+          subject: { perSecond: env.API_RATE_LIMIT_PER_SUBJECT, burst: env.API_RATE_LIMIT_PER_SUBJECT_BURST },
+          account: { perSecond: env.API_RATE_LIMIT_PER_ACCOUNT, burst: env.API_RATE_LIMIT_PER_ACCOUNT_BURST },
+        }
+      : undefined,
     breaker: {
       threshold: env.WEBHOOK_BREAKER_THRESHOLD,
       openBaseMs: env.WEBHOOK_BREAKER_OPEN.baseMs,

@@ -44,7 +44,14 @@ describe("listen sessions, served in process", () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    harness = await startHarness(pgliteFactory, { env: { WEBHOOK_RETRY_SCHEDULE: "100ms,100ms" } });
+    harness = await startHarness(pgliteFactory, {
+      // Every test starts a session and keeps its stream open until the end.
+      env: {
+        WEBHOOK_RETRY_SCHEDULE: "100ms,100ms",
+        WEBHOOK_QUOTA_LISTEN_SESSIONS: "20",
+        WEBHOOK_QUOTA_LISTEN_STREAMS: "20",
+      },
+    });
     await harness.call("POST", "/v3/accounts", { ...CAROL, admin: true, body: { id: CAROL.account, name: "Carol" } });
   }, HARNESS_START_MS);
   afterAll(async () => {

@@ -92,6 +92,8 @@ export function testConfig(env: Record<string, string> = {}, databaseUrl?: strin
     WEBHOOK_RETRY_SCHEDULE: "100ms,100ms,100ms,100ms,100ms",
     WEBHOOK_TIMEOUT_MS: "2000",
     WEBHOOK_BREAKER_OPEN: "100ms,1s",
+    // Suites burst hundreds of requests from one token; the rate limit's own tests turn it on.
+    API_RATE_LIMIT: "false",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   });

@@ -1,6 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { QuotaExceededError } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
+import { lockListenSessions } from "../../../lib/db/sql/listen-session-quota.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import {
@@ -8,6 +10,7 @@ import {
   listenSessionWithSecretSchema,
   presentListenSession,
 } from "./listen-session-schemas.ts";
+import { noSuchAccount } from "./tenancy.ts";
 
 /**
  * `POST /v3/listen-sessions`: what `npm run listen` starts with. The session
@@ -15,7 +18,9 @@ import {
  * routed to like any webhook, never claimed by the lane, its deliveries go
  * to the CLI over the stream it opens. Its URL is only the CLI's target, so
  * it needs no allowlist entry. It expires `WEBHOOK_LISTEN_TTL` after its
- * last open stream.
+ * last open stream. Only for an account that exists (422 otherwise), and at
+ * most `WEBHOOK_QUOTA_LISTEN_SESSIONS` live at once per account (429 with
+ * `Retry-After`), exactly: counted and inserted under the account's lock.
  */
 export function addListenSessionCreate(router: OperationRouter): void {
   router.add(
@@ -35,20 +40,36 @@ export function addListenSessionCreate(router: OperationRouter): void {
       const database = c.get("database");
       const principal = c.get("principal");
       const secret = generateWebhookSecret();
-      const [row] = await database.db
-        .insert(webhook)
-        .values({
-          account: principal.account,
-          url: body.forwardTo,
-          events: await assertSubscribableEvents(database, body.events),
-          status: "listening",
-          scheme: body.scheme,
-          description: "listen session",
-          secretSealed: await secrets.seal(secret),
-          expiresAt: sql`now() + ${config.listenTtlMs}::int * interval '1 millisecond'`,
-          createdBy: principal.sub,
-        })
-        .returning();
+      const events = await assertSubscribableEvents(database, body.events);
+      const secretSealed = await secrets.seal(secret);
+      const row = await database.transaction(async (tx) => {
+        const { accountExists, liveSessions } = await lockListenSessions(tx, principal.account);
+        if (!accountExists) throw noSuchAccount();
+        const limit = config.quotas.listenSessions;
+        if (liveSessions >= limit) {
+          throw new QuotaExceededError(
+            "listen-sessions",
+            limit,
+            `This account has ${limit} live listen sessions, its quota (WEBHOOK_QUOTA_LISTEN_SESSIONS); end one first.`,
+            config.listenTtlMs / 1_000,
+          );
+        }
+        const [inserted] = await tx.db
+          .insert(webhook)
+          .values({
+            account: principal.account,
+            url: body.forwardTo,
+            events,
+            status: "listening",
+            scheme: body.scheme,
+            description: "listen session",
+            secretSealed,
+            expiresAt: sql`now() + ${config.listenTtlMs}::int * interval '1 millisecond'`,
+            createdBy: principal.sub,
+          })
+          .returning();
+        return inserted;
+      });
       subscriptions.invalidate();
       return c.json({ ...presentListenSession(row!), secret }, 201);
     },

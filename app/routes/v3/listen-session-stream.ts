@@ -1,5 +1,6 @@
 import { streamSSE } from "hono/streaming";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
+import { QuotaExceededError } from "../../../lib/api/problem.ts";
 import { findListenSession, listenBreaker } from "../../../lib/webhook/listen/listen-session.ts";
 import { serveListenStream } from "../../../lib/webhook/listen/listen-stream.ts";
 import { listenSessionIdParams, presentListenSession } from "./listen-session-schemas.ts";
@@ -10,8 +11,11 @@ import { listenSessionIdParams, presentListenSession } from "./listen-session-sc
  * attempt (see ListenDelivery), `ping` while idle, and `end` when the
  * session is over. Whichever process serves the stream claims the session's
  * deliveries for it, so any number of lane workers and API instances work.
+ * Each process serves at most `WEBHOOK_QUOTA_LISTEN_STREAMS` open streams
+ * per account (429 with `Retry-After` beyond): every one polls the database.
  */
 export function addListenSessionStream(router: OperationRouter): void {
+  const openStreams = new Map<string, number>();
   router.add(
     {
       method: "get",
@@ -39,6 +43,19 @@ export function addListenSessionStream(router: OperationRouter): void {
       const { config, mailer, secrets, subscriptions } = c.get("hooklane");
       const database = c.get("database");
       const session = await findListenSession(database, c.get("principal"), params.id);
+      // Counted by the session's account: an admin streaming another account's session uses that account's share.
+      const account = session.account ?? "";
+      const open = openStreams.get(account) ?? 0;
+      const limit = config.quotas.listenStreams;
+      if (open >= limit) {
+        throw new QuotaExceededError(
+          "listen-streams",
+          limit,
+          `This account has ${limit} listen streams open, its quota (WEBHOOK_QUOTA_LISTEN_STREAMS); close one first.`,
+          5,
+        );
+      }
+      openStreams.set(account, open + 1);
       return streamSSE(c, async (stream) => {
         const closed = new AbortController();
         stream.onAbort(() => closed.abort());
@@ -67,6 +84,10 @@ export function addListenSessionStream(router: OperationRouter): void {
         } catch (error) {
           // The stream closes and the CLI reconnects; nothing of the error goes to it.
           if (!database.outage.report(error)) c.get("log").error({ err: error }, "listen stream failed");
+        } finally {
+          const left = (openStreams.get(account) ?? 1) - 1;
+          if (left > 0) openStreams.set(account, left);
+          else openStreams.delete(account);
         }
       });
     },

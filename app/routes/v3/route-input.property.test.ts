@@ -182,7 +182,8 @@ describe("every route of the app's route table, fed hostile input", () => {
   const tokens: Record<"user" | "admin", string> = { user: "", admin: "" };
 
   beforeAll(async () => {
-    harness = await startHarness(pgliteFactory, { lane: false });
+    // Every listen-session route's run makes its own session: the per-account cap stands aside here.
+    harness = await startHarness(pgliteFactory, { lane: false, env: { WEBHOOK_QUOTA_LISTEN_SESSIONS: "1000" } });
     fixture = await createRouteFixture(harness);
     app = createApp(harness.hooklane);
     tokens.user = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "fuzzer", account: PROBE_ACCOUNT });

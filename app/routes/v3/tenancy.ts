@@ -87,7 +87,8 @@ function ownerOf(c: ApiContext, requested: string | undefined): string {
   return principal.admin && requested ? requested : principal.account;
 }
 
-function noSuchAccount(): ApiError {
+/** The 422 for a row of an account that does not exist, naming the `account` field. */
+export function noSuchAccount(): ApiError {
   const errors = [{ field: "account", message: "no such account" }];
   return new ApiError(422, "Unprocessable Content", "account: no such account", { errors });
 }
