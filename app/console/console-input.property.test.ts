@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mintToken } from "../../lib/auth/jwt.ts";
-import { DEVELOPMENT_JWT_SECRET } from "../../lib/config/env.ts";
+import { openConsoleSession } from "../../lib/auth/console-session.ts";
 import { sealPortalSession } from "../../lib/webhook/portal/portal-session.ts";
+import { storePortalSession } from "../../lib/webhook/portal/portal-session-store.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../test/support/harness.ts";
 import { createApp } from "../app.ts";
 
@@ -61,7 +61,7 @@ const headerText = fc.oneof(
 
 const FIELDS = ["csrf", "token", "url", "description", "events", "scheme", "back", "hours"];
 const QUERY_KEYS = ["cursor", "notice", "status", "eventType", "since", "until", "q"];
-const COOKIES = ["hooklane_console", "hooklane_console_nonce"];
+const COOKIES = ["hooklane_session", "__Host-hooklane_session", "hooklane_console", "hooklane_console_nonce"];
 /** A browser's nonce (the shape the console sets): the form token of `GET /console` is signed for it. */
 const NONCE = "AAAAAAAAAAAAAAAAAAAAAA";
 
@@ -175,19 +175,24 @@ describe("every console, portal and ops route, fed hostile input", () => {
       ...as,
       body: { since: "2020-01-01T00:00:00Z" },
     });
-    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "fuzzer", account: ACCOUNT });
-    const { token: session } = await sealPortalSession(harness.hooklane.config.secretKey, {
+    const signedIn = await openConsoleSession(
+      harness.hooklane.database,
+      { sub: "fuzzer", account: ACCOUNT, admin: false, support: false },
+      new Date(Date.now() + 3_600_000),
+    );
+    const { token: session, session: stored } = await sealPortalSession(harness.hooklane.config.secretKey, {
       account: ACCOUNT,
       frameAncestors: ["https://app.example.com"],
       ttlSeconds: 3_600,
     });
+    await storePortalSession(harness.hooklane.database, stored);
     const formToken = async (path: string, cookie: string) => {
       const html = await (await app.request(path, { headers: { cookie } })).text();
       const found = /name="csrf" value="([^"]+)"/.exec(html)?.[1];
       if (!found) throw new Error(`${path}: ${html.slice(0, 500)}`);
       return found;
     };
-    const cookies = { hooklane_console: token, hooklane_console_nonce: NONCE };
+    const cookies = { hooklane_session: signedIn, hooklane_console_nonce: NONCE };
     const cookie = Object.entries(cookies)
       .map(([name, value]) => `${name}=${value}`)
       .join("; ");

@@ -2,8 +2,9 @@ import type { Context, Hono } from "hono";
 import { html } from "hono/html";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { openPortalSession, type PortalSession } from "../../lib/webhook/portal/portal-session.ts";
+import { portalSessionIsLive } from "../../lib/webhook/portal/portal-session-store.ts";
 import { layout } from "./console-layout.ts";
-import { apiAnswer, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
+import { callApiAs, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
 
 /** Where a portal session's pages are: the console's, under the session's token. */
 export const PORTAL_PREFIX = "/console/portal/:session";
@@ -22,8 +23,11 @@ function endedPage(c: Context<HooklaneEnv>) {
 
 /**
  * Every portal page first opens its session from the token in its path: a
- * token this server did not seal is a 404 (nothing is there), an ended
- * session a 401 page. A live or ended session's pages may be framed by the
+ * token this server did not seal is a 404 (nothing is there); an ended
+ * session — expired, revoked, or sealed before sessions were stored, so
+ * with no row — a 401 page. The row is read on every request: a request
+ * that passed the gate before a revocation committed finishes, the next
+ * one is refused. A live or ended session's pages may be framed by the
  * origins it names, and only by them (`frame-ancestors`, set by the security
  * headers from `frameAncestors`).
  */
@@ -33,7 +37,7 @@ export function addPortalGate(app: Hono<HooklaneEnv>): void {
     const opened = await openPortalSession(secretKey, c.req.param("session") ?? "");
     if (!opened) return c.notFound();
     c.set("frameAncestors", opened.session.frameAncestors);
-    if (opened.ended) return endedPage(c);
+    if (opened.ended || !(await portalSessionIsLive(c.get("hooklane").database, opened.session))) return endedPage(c);
     sessions.set(c.req.raw, opened.session);
     await next();
   };
@@ -51,17 +55,8 @@ export function portalTools(api: ApiCaller): ConsoleTools {
     async call(c, method, path, body) {
       const session = sessions.get(c.req.raw);
       if (!session) return undefined;
-      const response = await api(
-        path,
-        {
-          method,
-          ...(body === undefined
-            ? {}
-            : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
-        },
-        { sub: `portal:${session.id}`, account: session.account, admin: false, support: false },
-      );
-      return apiAnswer(response);
+      const principal = { sub: `portal:${session.id}`, account: session.account, admin: false, support: false };
+      return callApiAs(api, principal, method, path, body);
     },
     signIn: endedPage,
     ...pageAnswers(base, true),

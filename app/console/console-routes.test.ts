@@ -7,6 +7,8 @@ import { startReceiver, type TestReceiver } from "../../test/support/receiver.ts
 import { expectSecurityHeaders } from "../../test/support/security-headers.ts";
 import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import { notifyOwnersTask } from "../../lib/webhook/sweeper/notify-owners.ts";
+import { consoleSession } from "../../lib/db/schema.ts";
+import { pruneSessionsTask } from "../../lib/webhook/sweeper/prune-sessions.ts";
 import { createApp } from "../app.ts";
 
 const OWNER = { account: "acc_console" };
@@ -62,7 +64,7 @@ describe("the console", () => {
     return { status: response.status, html, headers: response.headers };
   };
 
-  it("asks for a token, refuses a bad one, and keeps a good one in an HttpOnly, SameSite=Strict cookie", async () => {
+  it("asks for a token, refuses a bad one, and keeps a session id (never the token) in an HttpOnly, SameSite=Strict cookie", async () => {
     expect((await page("/console")).status).toBe(401);
     expect((await page("/console")).html).toContain('action="/console/login"');
     const refused = await post("/console/login", { token: "not-a-jwt" });
@@ -72,10 +74,20 @@ describe("the console", () => {
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
     const accepted = await post("/console/login", { token });
     expect(accepted.status).toBe(303);
-    const setCookie = accepted.headers.getSetCookie().find((line) => line.startsWith("hooklane_console="))!;
+    const setCookie = accepted.headers.getSetCookie().find((line) => line.startsWith("hooklane_session="))!;
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/SameSite=Strict/);
-    expect(setCookie).toMatch(/Path=\/console/);
+    expect(setCookie).toMatch(/Path=\/;/);
+    // Development over plain http: no __Host- prefix and no Secure, which browsers would refuse here.
+    expect(setCookie).not.toMatch(/Secure|Domain/);
+    const id = /^hooklane_session=([^;]*)/.exec(setCookie)![1]!;
+    expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(setCookie).not.toContain(token.split(".")[1]);
+    // Only the id's SHA-256 is stored, with the claims: neither the id nor the token.
+    const rows = await harness.hooklane.database.db.select().from(consoleSession);
+    expect(JSON.stringify(rows)).not.toContain(id);
+    expect(JSON.stringify(rows)).not.toContain(token);
+    expect(rows.at(-1)).toMatchObject({ subject: "operator", account: OWNER.account, role: null, revokedAt: null });
     // The session ends with the token (12 h), not with the browser.
     const maxAge = Number(/Max-Age=(\d+)/.exec(setCookie)?.[1]);
     expect(maxAge).toBeGreaterThan(12 * 3_600 - 60);
@@ -191,7 +203,7 @@ describe("the console", () => {
         const response = await post(path, { ...fields, ...override }, headers);
         expect(response.status, `${path} from ${what}`).toBe(403);
         expect(
-          response.headers.getSetCookie().some((line) => line.startsWith("hooklane_console=")),
+          response.headers.getSetCookie().some((line) => line.startsWith("hooklane_session=")),
           what,
         ).toBe(false);
         expectSecurityHeaders(response, await response.text());
@@ -222,9 +234,105 @@ describe("the console", () => {
     const out = await post("/console/logout", {});
     expect(out.status).toBe(303);
     await check(out);
-    expect(jar.has("hooklane_console")).toBe(false);
+    expect(jar.has("hooklane_session")).toBe(false);
     expect((await page("/console")).status).toBe(401);
+    // The old cookie, sent again after sign-out, signs nobody in: the session was revoked, not just forgotten.
     for (const [name, value] of signedIn) jar.set(name, value);
+    const reused = await page("/console");
+    expect(reused.status).toBe(401);
+    expect(reused.html).toContain('action="/console/login"');
+    expect(jar.has("hooklane_session")).toBe(false);
+    await signIn();
+  });
+
+  /** Signs the jar in again with a fresh token of OWNER. */
+  const signIn = async () => {
+    await page("/console");
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
+    expect((await post("/console/login", { token })).status).toBe(303);
+    expect((await page("/console")).status).toBe(200);
+  };
+
+  it("treats an expired, unknown, malformed or legacy cookie as no session, and never a 5xx", async () => {
+    const id = jar.get("hooklane_session")!;
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
+    const nonce = jar.get("hooklane_console_nonce")!;
+    const with_ = (value: string) =>
+      app.request("/console", { headers: { cookie: `hooklane_console_nonce=${nonce}; ${value}` } });
+    for (const value of [
+      `hooklane_session=${"A".repeat(43)}`,
+      `hooklane_session=${id.slice(0, -1)}`,
+      `hooklane_session=${id}%00`,
+      `hooklane_session=${encodeURIComponent("\u0000\uFFFD" + id)}`,
+      `hooklane_session=${"x".repeat(5000)}`,
+      // A cookie named for https on a plain-http request is not read; nor is the old bearer-token cookie.
+      `__Host-hooklane_session=${id}`,
+      `hooklane_console=${token}`,
+    ]) {
+      const response = await with_(value);
+      expect(response.status, value).toBe(401);
+      expect(await response.text()).toContain('action="/console/login"');
+    }
+    const legacy = await with_(`hooklane_console=${token}`);
+    expect(legacy.headers.getSetCookie().some((line) => /^hooklane_console=;.*Max-Age=0/.test(line))).toBe(true);
+    expect((await with_(`hooklane_session=${id}`)).status).toBe(200);
+
+    // Expiry is the database's: a session past expires_at is over, whatever the cookie's Max-Age said.
+    await harness.hooklane.database.db.update(consoleSession).set({ expiresAt: new Date(Date.now() - 1_000) });
+    expect((await with_(`hooklane_session=${id}`)).status).toBe(401);
+    await pruneSessionsTask.run({ hooklane: harness.hooklane, workerId: "console-test", now: () => new Date() });
+    expect(await harness.hooklane.database.db.select().from(consoleSession)).toEqual([]);
+    jar.delete("hooklane_session");
+    await signIn();
+  });
+
+  it("gives every sign-in a fresh id, and ends the session the browser brought (no fixation)", async () => {
+    const before = jar.get("hooklane_session")!;
+    await signIn();
+    const after = jar.get("hooklane_session")!;
+    expect(after).not.toBe(before);
+    const stale = await app.request("/console", {
+      headers: { cookie: `hooklane_console_nonce=${jar.get("hooklane_console_nonce")}; hooklane_session=${before}` },
+    });
+    expect(stale.status).toBe(401);
+  });
+
+  it("names the cookie __Host- with Secure over https and in production", async () => {
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
+    const production = createApp({
+      ...harness.hooklane,
+      config: { ...harness.hooklane.config, production: true },
+    });
+    for (const [what, target, url] of [
+      ["https", app, "https://localhost"],
+      ["production", production, "http://localhost"],
+    ] as const) {
+      const form = await target.request(`${url}/console`);
+      const nonce = /hooklane_console_nonce=([^;]+)/.exec(form.headers.getSetCookie().join("\n"))![1]!;
+      const csrfToken = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+      const login = await target.request(`${url}/console/login`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: url,
+          cookie: `hooklane_console_nonce=${nonce}`,
+        },
+        body: new URLSearchParams({ csrf: csrfToken, token }).toString(),
+      });
+      expect(login.status, what).toBe(303);
+      const line = login.headers.getSetCookie().find((l) => l.startsWith("__Host-hooklane_session="))!;
+      expect(line, what).toMatch(/; Path=\/;/);
+      expect(line, what).toMatch(/; Secure/);
+      expect(line, what).toMatch(/; HttpOnly/);
+      expect(line, what).toMatch(/; SameSite=Strict/);
+      expect(line, what).not.toMatch(/Domain/);
+      const id = /^__Host-hooklane_session=([^;]+)/.exec(line)![1]!;
+      const cookie = `hooklane_console_nonce=${nonce}; __Host-hooklane_session=${id}`;
+      expect((await target.request(`${url}/console`, { headers: { cookie } })).status, what).toBe(200);
+      // The plain name is not read where the prefixed one is expected: a sibling cannot shadow it.
+      const plain = `hooklane_console_nonce=${nonce}; hooklane_session=${id}`;
+      expect((await target.request(`${url}/console`, { headers: { cookie: plain } })).status, what).toBe(401);
+    }
   });
 
   it("pages through every webhook, 25 at a time, each listed once", async () => {

@@ -1,30 +1,77 @@
-import { Hono } from "hono";
+import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { decodeJwt } from "jose";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import {
+  CONSOLE_SESSION_MAX_MS,
+  findConsoleSession,
+  openConsoleSession,
+  revokeConsoleSession,
+} from "../../lib/auth/console-session.ts";
+import type { Principal } from "../../lib/auth/jwt.ts";
 import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { addDeliveryConsoleRoutes } from "./console-delivery-routes.ts";
 import { loginPage } from "./console-pages.ts";
 import { addPortalGate, portalTools, PORTAL_PREFIX } from "./console-portal.ts";
-import { apiAnswer, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
+import { callApiAs, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
 import { addWebhookConsoleRoutes } from "./console-webhook-routes.ts";
 
-const COOKIE = "hooklane_console";
 // RFC 6750's b64token, which every JWT is: anything else (NUL, a line break, U+FFFD) cannot go in an
-// Authorization header, so it is no token at all, never a header the in-process call would throw on.
+// Authorization header, so it is no token at all.
 const BEARER_TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** Where the console kept the bearer token itself before sessions were stored: deleted wherever it is seen. */
+const LEGACY_COOKIE = "hooklane_console";
 
-/** `text` when it can be a bearer token, else undefined: a malformed token or cookie means "not signed in". */
+/** `text` when it can be a bearer token, else undefined: a malformed token means "not signed in". */
 const bearerToken = (text: unknown) => (typeof text === "string" && BEARER_TOKEN.test(text) ? text : undefined);
 
 /**
- * The console: server-rendered pages over the control-plane API. It holds
- * the caller's bearer token in an HttpOnly, SameSite=Strict cookie that
- * expires with the token, and sends every read and action through the API
- * with it, so it sees and does exactly what that token may, with the API's
- * scoping and validation. No scripts; every form, sign-in included, is
- * checked for its origin and its form token (`consoleCsrf`). The same pages
- * serve portal sessions under `/console/portal/<token>` (`console-portal.ts`).
+ * The session cookie's name and whether it is `Secure`. Production, and any
+ * request that reached us over https, use `__Host-` (Secure, Path=/, no
+ * Domain: no sibling subdomain or plain-http page can set or shadow it).
+ * Development over plain http (`http://127.0.0.1:3000`, the browser tests)
+ * gets a plain name without Secure, which every browser accepts there.
+ */
+export function sessionCookie(c: Context<HooklaneEnv>): { name: string; secure: boolean } {
+  const secure = c.get("hooklane").config.production || new URL(c.req.url).protocol === "https:";
+  return { name: secure ? "__Host-hooklane_session" : "hooklane_session", secure };
+}
+
+const principals = new WeakMap<Request, Principal | null>();
+
+/** The principal the request's session cookie signs in, read once per request; undefined when none. */
+async function signedInPrincipal(c: Context<HooklaneEnv>): Promise<Principal | undefined> {
+  forgetLegacyCookie(c);
+  if (!principals.has(c.req.raw)) {
+    const { name } = sessionCookie(c);
+    const id = getCookie(c, name);
+    const principal = await findConsoleSession(c.get("hooklane").database, id);
+    if (!principal && id !== undefined) endSessionCookie(c);
+    principals.set(c.req.raw, principal ?? null);
+  }
+  return principals.get(c.req.raw) ?? undefined;
+}
+
+function forgetLegacyCookie(c: Context<HooklaneEnv>): void {
+  if (getCookie(c, LEGACY_COOKIE) !== undefined) deleteCookie(c, LEGACY_COOKIE, { path: "/console" });
+}
+
+function endSessionCookie(c: Context<HooklaneEnv>): void {
+  const { name, secure } = sessionCookie(c);
+  deleteCookie(c, name, { path: "/", secure });
+}
+
+/**
+ * The console: server-rendered pages over the control-plane API. Signing in
+ * with a bearer token stores a session (`console-session.ts`: the token's
+ * subject, account and role, never the token) and gives the browser only its
+ * random id, in an HttpOnly, SameSite=Strict cookie (`sessionCookie`) that
+ * expires with the session: when the token would, 12 h at most. Signing out
+ * revokes it server-side. Every read and action goes through the API
+ * in-process as the session's principal, with the API's scoping and
+ * validation. No scripts; every form, sign-in included, is checked for its
+ * origin and its form token (`consoleCsrf`). The same pages serve portal
+ * sessions under `/console/portal/<token>` (`console-portal.ts`).
  */
 export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   const app = new Hono<HooklaneEnv>();
@@ -32,24 +79,8 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
 
   const signedIn: ConsoleTools = {
     async call(c, method, path, body) {
-      const token = bearerToken(getCookie(c, COOKIE));
-      if (!token) {
-        if (getCookie(c, COOKIE) !== undefined) deleteCookie(c, COOKIE, { path: "/console" });
-        return undefined;
-      }
-      const response = await api(path, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      if (response.status === 401) {
-        deleteCookie(c, COOKIE, { path: "/console" });
-        return undefined;
-      }
-      return apiAnswer(response);
+      const principal = await signedInPrincipal(c);
+      return principal && callApiAs(api, principal, method, path, body);
     },
     signIn: (c) => c.html(loginPage(formToken(c)), 401),
     ...pageAnswers(() => "/console", false),
@@ -58,22 +89,35 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   app.post("/console/login", async (c) => {
     const sent = (await c.req.parseBody()).token;
     const token = bearerToken(typeof sent === "string" ? sent.trim() : undefined);
-    const probe = token && (await api("/v3/webhooks?limit=1", { headers: { authorization: `Bearer ${token}` } }));
-    if (!probe || !probe.ok) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
-    // The API accepted it, so it has an exp: the session ends when the token does.
-    const { exp } = decodeJwt(token);
-    setCookie(c, COOKIE, token, {
-      path: "/console",
+    const hooklane = c.get("hooklane");
+    let principal: Principal | undefined;
+    try {
+      principal = token ? await hooklane.verifyToken(token) : undefined;
+    } catch {
+      principal = undefined;
+    }
+    if (!principal) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
+    // A fresh id on every sign-in, whatever cookie came with it (no fixation); the old session ends.
+    const { name, secure } = sessionCookie(c);
+    await revokeConsoleSession(hooklane.database, getCookie(c, name));
+    // The token verified, so it has an exp: the session ends when the token does, or sooner.
+    const expiresAt = new Date(Math.min(decodeJwt(token!).exp! * 1_000, Date.now() + CONSOLE_SESSION_MAX_MS));
+    const id = await openConsoleSession(hooklane.database, principal, expiresAt);
+    setCookie(c, name, id, {
+      path: "/",
       httpOnly: true,
       sameSite: "Strict",
-      secure: c.get("hooklane").config.production,
-      maxAge: Math.max(1, Math.floor(exp! - Date.now() / 1_000)),
+      secure,
+      maxAge: Math.max(1, Math.floor((expiresAt.getTime() - Date.now()) / 1_000)),
     });
+    forgetLegacyCookie(c);
     return c.redirect("/console", 303);
   });
 
-  app.post("/console/logout", (c) => {
-    deleteCookie(c, COOKIE, { path: "/console" });
+  app.post("/console/logout", async (c) => {
+    await revokeConsoleSession(c.get("hooklane").database, getCookie(c, sessionCookie(c).name));
+    endSessionCookie(c);
+    forgetLegacyCookie(c);
     return c.redirect("/console", 303);
   });
 

@@ -29,6 +29,19 @@ export interface ConsoleTools {
   badForm(c: Context<HooklaneEnv>, detail: string): Page;
 }
 
+/** One API call in-process as `principal`, JSON in and out. */
+export async function callApiAs(
+  api: ApiCaller,
+  principal: Principal,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
+  const json =
+    body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) };
+  return apiAnswer(await api(path, { method, ...json }, principal));
+}
+
 /** The answer of an API call, parsed. */
 export async function apiAnswer(response: Response): Promise<ApiAnswer> {
   const text = await response.text();

@@ -641,3 +641,53 @@ export const auditLog = pgTable(
   ],
 );
 export type AuditLogEntry = typeof auditLog.$inferSelect;
+
+// ---------------------------------------------------------------------------
+// Sessions: the console's sign-ins and the portal's URLs, revocable.
+// ---------------------------------------------------------------------------
+
+/**
+ * A console sign-in. The browser holds a random id in its cookie; only the
+ * id's SHA-256 is kept here, with the claims of the token that signed in
+ * (never the token). A row past `expires_at` or with `revoked_at` set signs
+ * nobody in; the sweeper prunes expired rows.
+ */
+export const consoleSession = pgTable(
+  "console_session",
+  {
+    /** SHA-256 of the cookie's id, base64url. */
+    idHash: text("id_hash").primaryKey(),
+    subject: text("subject").notNull(),
+    account: text("account").notNull(),
+    /** The token's role claim: `admin`, `support` or null. */
+    role: text("role"),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [index("console_session_expires_idx").on(t.expiresAt)],
+);
+export type ConsoleSession = typeof consoleSession.$inferSelect;
+
+/**
+ * A portal session (`POST /v3/portal-sessions`). Its URL carries the sealed
+ * session; this row is what lets the account list and revoke it, and the
+ * portal refuses a URL without a live row. The sweeper prunes expired rows.
+ */
+export const portalSession = pgTable(
+  "portal_session",
+  {
+    /** `ps_…`, the sealed token's `jti`. */
+    id: text("id").primaryKey(),
+    account: text("account").notNull(),
+    frameAncestors: jsonb("frame_ancestors").$type<string[]>().notNull(),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+    revokedAt: timestamp("revoked_at", { withTimezone: true, mode: "date" }),
+  },
+  (t) => [
+    index("portal_session_account_created_idx").on(t.account, t.createdAt),
+    index("portal_session_expires_idx").on(t.expiresAt),
+  ],
+);
+export type PortalSessionRow = typeof portalSession.$inferSelect;

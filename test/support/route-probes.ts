@@ -58,6 +58,7 @@ async function create(harness: Harness, path: string, body: unknown, admin = fal
 }
 
 const debt = { amount: "10.00", currency: "EUR" };
+const portal = { frameAncestors: ["https://app.example.com"] };
 const listenSession = { forwardTo: "http://127.0.0.1:4000/listen", events: ["*"] };
 const address = { line1: "1 Main St", city: "Madrid", country: "ES" };
 
@@ -114,9 +115,16 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   }),
   "POST /v3/webhooks/:id/rotate-secret": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/rotate-secret` }),
   "POST /v3/webhooks/:id/test": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/test` }),
-  "POST /v3/portal-sessions": () => ({
-    path: "/v3/portal-sessions",
-    body: { frameAncestors: ["https://app.example.com"] },
+  "POST /v3/portal-sessions": () => ({ path: "/v3/portal-sessions", body: portal }),
+  "GET /v3/portal-sessions": () => ({ path: "/v3/portal-sessions" }),
+  "DELETE /v3/portal-sessions/:id": async (h) => ({
+    path: `/v3/portal-sessions/${await create(h, "/v3/portal-sessions", portal)}`,
+  }),
+  // Another account's, by an admin: the probe account's own stay live for the list's pages.
+  "POST /v3/portal-sessions/revoke-all": () => ({
+    path: "/v3/portal-sessions/revoke-all",
+    body: { account: "acc_probe_other" },
+    admin: true,
   }),
   "GET /v3/webhooks/:id/dispatches": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/dispatches` }),
   "GET /v3/webhook-dispatches/:id": (_, f) => ({ path: `/v3/webhook-dispatches/${f.dispatch}` }),
@@ -219,6 +227,8 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
   });
   await poisonMessage(harness);
   await poisonMessage(harness);
+  await create(harness, "/v3/portal-sessions", portal);
+  await create(harness, "/v3/portal-sessions", portal);
   // Two notifications of the webhook's owner, as the lane and the sweeper write them.
   for (const reason of ["probed", "probed again"]) {
     await notifyOwner(harness.hooklane.database, { webhookId: webhook, kind: "webhook.disabled", detail: { reason } });

@@ -31,8 +31,8 @@ function checkFields(value: unknown, where: string): void {
   }
 }
 
-/** Computed views of the lane, not stored objects: `object` and the field conventions, but no `id` or `created`. */
-const REPORTS = new Set(["lane", "webhook-health", "listen-results"]);
+/** Computed views (of the lane, of a revocation), not stored objects: `object` and the field conventions, but no `id` or `created`. */
+const REPORTS = new Set(["lane", "webhook-health", "listen-results", "portal-session-revocation"]);
 
 /** A resource: `id` (prefixed, except an event type's, which is its name), `object`, `created` in ISO. */
 function checkResource(resource: Record<string, unknown>, where: string): void {
@@ -101,7 +101,7 @@ describe("one convention for every resource and list", () => {
         checkAnswer(answer.body, route);
         if (answer.body.object === "list") lists.push({ path: request.path, admin: request.admin ?? false });
       }
-      expect(lists.length).toBe(9);
+      expect(lists.length).toBe(10);
     });
 
     it("pages every list the same way: limit, then cursor, until nextCursor is null", async () => {

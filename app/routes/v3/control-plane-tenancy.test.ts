@@ -18,6 +18,7 @@ interface Fixture {
   resendId: string;
   notificationId: string;
   sessionId: string;
+  portalSessionId: string;
   /** Where every webhook of the test points (loopback). */
   receiverUrl: string;
   /** Strings only A's data contains: none may appear in an answer to B. */
@@ -136,6 +137,19 @@ const PROBES: Record<string, Probe> = {
     kind: "object",
     request: (f) => ({ path: `/v3/listen-sessions/${f.sessionId}` }),
   },
+  "POST /v3/portal-sessions": {
+    kind: "collection",
+    request: () => ({ path: "/v3/portal-sessions", body: { frameAncestors: ["https://app.example.com"] } }),
+  },
+  "GET /v3/portal-sessions": { kind: "collection", request: () => ({ path: "/v3/portal-sessions?limit=100" }) },
+  "POST /v3/portal-sessions/revoke-all": {
+    kind: "collection",
+    request: () => ({ path: "/v3/portal-sessions/revoke-all" }),
+  },
+  "DELETE /v3/portal-sessions/:id": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/portal-sessions/${f.portalSessionId}` }),
+  },
 };
 
 // Routes are registered up front; the services are only read per request.
@@ -218,6 +232,10 @@ describe("tenancy of the control plane", () => {
         ...A,
         body: { forwardTo: "http://localhost:4000/only-a-listens-here" },
       });
+      const portal = await harness.call("POST", "/v3/portal-sessions", {
+        ...A,
+        body: { frameAncestors: ["https://a.example.com"] },
+      });
       fixture = {
         webhookId: created.body.id,
         dispatchId: test.body.id,
@@ -226,13 +244,14 @@ describe("tenancy of the control plane", () => {
         resendId: resend.body.id,
         notificationId: await aNotification(created.body.id),
         sessionId: session.body.id,
+        portalSessionId: portal.body.id,
         receiverUrl: receiver.url,
         secrets: [created.body.id, test.body.id, test.body.event.id, recovery.body.id, created.body.secret],
         signingSecrets: [created.body.secret, session.body.secret],
       };
       fixture.secrets.push(resend.body.id, fixture.notificationId, "a's own trouble");
       fixture.secrets.push("only-a-knows-this-path", "a's private note", session.body.id, session.body.secret);
-      fixture.secrets.push("only-a-listens-here");
+      fixture.secrets.push("only-a-listens-here", portal.body.id, "https://a.example.com");
     }, HARNESS_START_MS);
     afterAll(async () => {
       await harness?.close();

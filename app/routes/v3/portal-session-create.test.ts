@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sealPortalSession } from "../../../lib/webhook/portal/portal-session.ts";
+import { storePortalSession } from "../../../lib/webhook/portal/portal-session-store.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../../../test/support/harness.ts";
 
 const ACCOUNT = "acc_portal";
@@ -96,11 +97,12 @@ describe("POST /v3/portal-sessions frameAncestors", () => {
 
 describe("the portal's frame-ancestors", () => {
   const seal = async (frameAncestors: string[]) => {
-    const { token } = await sealPortalSession(harness.hooklane.config.secretKey, {
+    const { token, session } = await sealPortalSession(harness.hooklane.config.secretKey, {
       account: ACCOUNT,
       frameAncestors,
       ttlSeconds: 60,
     });
+    await storePortalSession(harness.hooklane.database, session);
     return portalHeaders(`/console/portal/${token}`);
   };
 

@@ -1,8 +1,9 @@
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import { timestamp } from "../../../lib/api/timestamps.ts";
 import { parseFrameAncestor } from "../../../lib/webhook/portal/frame-ancestor.ts";
 import { sealPortalSession } from "../../../lib/webhook/portal/portal-session.ts";
+import { storePortalSession } from "../../../lib/webhook/portal/portal-session-store.ts";
+import { portalSessionWithUrlSchema } from "./portal-session-schemas.ts";
 import { owningAccount } from "./tenancy.ts";
 
 /** An origin allowed to frame the portal, as the CSP host-source it becomes (`parseFrameAncestor`). */
@@ -32,44 +33,16 @@ const createPortalSessionBody = z
       .min(10)
       .max(3_600)
       .default(900)
-      .describe("Seconds until the session ends: its pages then answer 401."),
+      .describe("Seconds until the session ends (sooner if it is revoked): its pages then answer 401."),
   })
   .meta({ examples: [{ frameAncestors: ["https://app.example.com"], expiresIn: 900 }] });
-
-export const portalSessionSchema = z
-  .strictObject({
-    id: z.string().describe("`ps_…`"),
-    object: z.literal("portal-session"),
-    account: z.string(),
-    url: z
-      .string()
-      .describe(
-        "Opens the console for this account only, until `expires`. A capability: hand it only to that account.",
-      ),
-    frameAncestors: z.array(z.string()),
-    expires: timestamp,
-    created: timestamp,
-  })
-  .meta({
-    id: "PortalSession",
-    examples: [
-      {
-        id: "ps_5c1e0f9a8b7d4c3e2f1a0b9c8d7e6f5a",
-        object: "portal-session",
-        account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
-        url: "https://hooklane.example.com/console/portal/eyJhbGciOiJIUzI1NiJ9.eyJhY2NvdW50Ijoi…",
-        frameAncestors: ["https://app.example.com"],
-        expires: "2026-12-01T09:45:00.000Z",
-        created: "2026-12-01T09:30:00.000Z",
-      },
-    ],
-  });
 
 /**
  * `POST /v3/portal-sessions`: a short-lived URL that opens the console scoped
  * to one account, embeddable in a frame by the origins the session names:
- * how a SaaS shows its own customers their webhooks. Nothing is stored; the
- * URL carries the sealed session (`portal-session.ts`).
+ * how a SaaS shows its own customers their webhooks. The URL carries the
+ * sealed session (`portal-session.ts`); its row (`portal-session-store.ts`)
+ * is what the portal checks on every request, so it can be revoked.
  */
 export function addPortalSessionCreate(router: OperationRouter): void {
   router.add(
@@ -83,7 +56,7 @@ export function addPortalSessionCreate(router: OperationRouter): void {
       tag: "Portal",
       body: createPortalSessionBody,
       answerHoldsSecret: true,
-      responses: { 201: { description: "The session and its URL.", schema: portalSessionSchema } },
+      responses: { 201: { description: "The session and its URL.", schema: portalSessionWithUrlSchema } },
     },
     async (c, { body }) => {
       const account = await owningAccount(c, body.account);
@@ -92,7 +65,8 @@ export function addPortalSessionCreate(router: OperationRouter): void {
         frameAncestors: [...new Set(body.frameAncestors)],
         ttlSeconds: body.expiresIn,
       });
-      const answer: z.output<typeof portalSessionSchema> = {
+      await storePortalSession(c.get("database"), session);
+      const answer: z.output<typeof portalSessionWithUrlSchema> = {
         id: session.id,
         object: "portal-session",
         account,

@@ -8,6 +8,8 @@ import { addAuditLog } from "./audit-log.ts";
 import { addNotifications } from "./notifications.ts";
 import { addPoisonMessages } from "./poison-messages.ts";
 import { addPortalSessionCreate } from "./portal-session-create.ts";
+import { addPortalSessionList } from "./portal-session-list.ts";
+import { addPortalSessionRevoke } from "./portal-session-revoke.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
@@ -30,6 +32,7 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/listen-sessions",
   "/v3/audit-log",
   "/v3/notifications",
+  "/v3/portal-sessions",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [
@@ -37,7 +40,6 @@ export const CONTROL_PLANE_PREFIXES = [
   "/v3/webhook-event-types",
   "/v3/lane",
   "/v3/poison-messages",
-  "/v3/portal-sessions",
 ] as const;
 
 const under = (prefixes: readonly string[]) => (path: string) =>
@@ -75,6 +77,8 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addNotifications,
     addPoisonMessages,
     addPortalSessionCreate,
+    addPortalSessionList,
+    addPortalSessionRevoke,
   ]) {
     add(router);
   }

@@ -20,7 +20,13 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
   {
     method: "POST",
     route: "/v3/portal-sessions",
-    reason: "control plane: opening the webhooks portal for an account (nothing is stored)",
+    reason: "control plane: opening the webhooks portal for an account",
+  },
+  { method: "DELETE", route: "/v3/portal-sessions/:id", reason: "control plane: revoking a portal session" },
+  {
+    method: "POST",
+    route: "/v3/portal-sessions/revoke-all",
+    reason: "control plane: revoking an account's portal sessions",
   },
   {
     method: "POST",

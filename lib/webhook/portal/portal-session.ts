@@ -28,8 +28,9 @@ function portalKey(secretKey: string): Uint8Array {
 /**
  * Seals a session into the token its URL carries (a JWT signed with the
  * portal key, audience `hooklane-portal`, so no bearer token of the API's is
- * ever one). Nothing is stored: the token is the session, and it ends at
- * `expiresAt` whatever happens.
+ * ever one). It ends at `expiresAt` whatever happens; the portal also
+ * requires its stored row to be live (`portal-session-store.ts`), so it can
+ * be revoked sooner.
  */
 export async function sealPortalSession(
   secretKey: string,

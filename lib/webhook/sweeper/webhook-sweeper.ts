@@ -7,6 +7,7 @@ import { expireListenSessionsTask } from "./expire-listen-sessions.ts";
 import { forgetStoppedWorkersTask } from "./forget-stopped-workers.ts";
 import { pruneHealthRollupsTask } from "./prune-health-rollups.ts";
 import { pruneLedgerTask } from "./prune-ledger.ts";
+import { pruneSessionsTask } from "./prune-sessions.ts";
 import { notifyOwnersTask } from "./notify-owners.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
@@ -22,6 +23,7 @@ export const SWEEPER_TASKS: readonly SweeperTask[] = [
   notifyOwnersTask,
   runRecoveryJobsTask,
   pruneIdempotencyKeysTask,
+  pruneSessionsTask,
   expireListenSessionsTask,
   pruneHealthRollupsTask,
   pruneLedgerTask,
