@@ -3,6 +3,7 @@ import { cpSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { openDatabase } from "../lib/db/client.ts";
 import { functionDrift } from "../lib/db/function-drift.ts";
 import { unshippedSources } from "../lib/db/function-sources.ts";
+import { drizzleGenerateArgs } from "./drizzle-kit.ts";
 
 // `npm run db:check`: fails when the database's definition and its sources disagree.
 //   1. lib/db/schema.ts and the committed migrations (drizzle-kit generates into a scratch copy: a new file is drift).
@@ -19,22 +20,10 @@ const scratch = mkdtempSync(".db-check-");
 try {
   cpSync("drizzle", scratch, { recursive: true });
   const before = readdirSync(scratch).length;
-  const output = execFileSync(
-    "npx",
-    [
-      "drizzle-kit",
-      "generate",
-      "--dialect",
-      "postgresql",
-      "--schema",
-      "./lib/db/schema.ts",
-      "--out",
-      scratch,
-      "--name",
-      "drift",
-    ],
-    { stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
-  );
+  const output = execFileSync("npx", drizzleGenerateArgs(scratch, "drift"), {
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+  });
   const added = readdirSync(scratch).length - before;
   if (added === 0 && !output.includes("No schema changes")) {
     // drizzle-kit reports some failures with exit code 0; never read silence as agreement.

@@ -12,6 +12,7 @@ import {
   type SourcesManifest,
 } from "../lib/db/function-sources.ts";
 import { MIGRATIONS_FOLDER } from "../lib/db/migrations.ts";
+import { drizzleGenerateArgs } from "./drizzle-kit.ts";
 
 // `npm run db:generate -- --name <what-changed>`: the next migration, generated. drizzle-kit writes what
 // lib/db/schema.ts changed in the tables; then every function source in lib/db/functions/ whose text changed since
@@ -73,21 +74,5 @@ console.log(
 );
 
 function drizzleKit(flags: string[]): void {
-  execFileSync(
-    "npx",
-    [
-      "drizzle-kit",
-      "generate",
-      "--dialect",
-      "postgresql",
-      "--schema",
-      "./lib/db/schema.ts",
-      "--out",
-      "./drizzle",
-      "--name",
-      values.name!,
-      ...flags,
-    ],
-    { stdio: "inherit" },
-  );
+  execFileSync("npx", drizzleGenerateArgs("./drizzle", values.name!, flags), { stdio: "inherit" });
 }
