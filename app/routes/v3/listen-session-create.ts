@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { QuotaExceededError } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
-import { lockListenSessions } from "../../../lib/db/sql/listen-session-quota.ts";
+import { listenSessionRoom, lockQuota } from "../../../lib/db/sql/account-usage.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import {
@@ -43,7 +43,8 @@ export function addListenSessionCreate(router: OperationRouter): void {
       const events = await assertSubscribableEvents(database, body.events);
       const secretSealed = await secrets.seal(secret);
       const row = await database.transaction(async (tx) => {
-        const { accountExists, liveSessions } = await lockListenSessions(tx, principal.account);
+        await lockQuota(tx, principal.account, "listen-sessions");
+        const { accountExists, liveSessions } = await listenSessionRoom(tx, principal.account);
         if (!accountExists) throw noSuchAccount();
         const limit = config.quotas.listenSessions;
         if (liveSessions >= limit) {

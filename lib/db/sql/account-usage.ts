@@ -9,7 +9,7 @@ import type { RecoveryKind } from "../schema.ts";
 export const QUOTA_LOCK_SPACE = 7_207_314;
 
 /** What a quota lock guards: one count of an account's. Recoveries and resends are counted apart. */
-export type QuotaLock = "webhooks" | "test-events" | RecoveryKind;
+export type QuotaLock = "webhooks" | "test-events" | "listen-sessions" | RecoveryKind;
 
 /**
  * Takes the lock of `account`'s `quota` for the rest of `tx`'s transaction,
@@ -68,4 +68,17 @@ export async function countOpenRecoveries(
       and r.kind = ${kind} and r.status <> 'completed'
   `);
   return row!.n;
+}
+
+/** Whether `account` exists, and its live (unexpired) listen sessions: read under its "listen-sessions" lock. */
+export async function listenSessionRoom(
+  database: Database,
+  account: string,
+): Promise<{ accountExists: boolean; liveSessions: number }> {
+  const [row] = await database.rows<{ known: boolean; live: number }>(sql`
+    select exists (select 1 from account where id = ${account}) as known,
+      (select count(*)::int from webhook
+        where account = ${account} and status = 'listening' and expires_at > now()) as live
+  `);
+  return { accountExists: row!.known, liveSessions: row!.live };
 }
