@@ -5,9 +5,11 @@ import { createMiddleware } from "hono/factory";
 import { HTTPException } from "hono/http-exception";
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import { consoleCookie } from "./console-cookie.ts";
 import { problemPage } from "./console-pages.ts";
 
-const NONCE_COOKIE = "hooklane_console_nonce";
+/** The form-token nonce's cookie (`consoleCookie`): `__Host-hooklane_console_nonce` in production and over https. */
+const nonceCookie = (c: Context<HooklaneEnv>) => consoleCookie(c, "hooklane_console_nonce");
 const NONCE = /^[A-Za-z0-9_-]{22}$/;
 /** The hidden field every console form carries. */
 export const CSRF_FIELD = "csrf";
@@ -32,7 +34,7 @@ export const PORTAL_PATH = /^\/console\/portal\/([A-Za-z0-9_.-]+)(?:\/|$)/;
 
 /**
  * The form token for this browser: a random nonce in an HttpOnly, SameSite=Strict
- * cookie (set now when the browser has none), signed with the server's form key.
+ * cookie (`nonceCookie`, set now when the browser has none), signed with the server's form key.
  * Another site can neither read the cookie nor sign a nonce of its own. A
  * portal's pages, which another site frames (where SameSite cookies are not
  * sent), sign their session's token instead: it is in no page but the
@@ -41,22 +43,19 @@ export const PORTAL_PATH = /^\/console\/portal\/([A-Za-z0-9_.-]+)(?:\/|$)/;
 export function formToken(c: Context<HooklaneEnv>): string {
   const portal = PORTAL_PATH.exec(c.req.path)?.[1];
   if (portal) return sign(c, `portal:${portal}`);
-  let nonce = getCookie(c, NONCE_COOKIE);
+  const { name, secure } = nonceCookie(c);
+  let nonce = getCookie(c, name);
   if (!nonce || !NONCE.test(nonce)) {
     nonce = randomBytes(16).toString("base64url");
-    setCookie(c, NONCE_COOKIE, nonce, {
-      path: "/console",
-      httpOnly: true,
-      sameSite: "Strict",
-      secure: c.get("hooklane").config.production,
-    });
+    // `__Host-` requires Path=/; over plain http it stays the console's.
+    setCookie(c, name, nonce, { path: secure ? "/" : "/console", httpOnly: true, sameSite: "Strict", secure });
   }
   return sign(c, nonce);
 }
 
 function validToken(c: Context<HooklaneEnv>, sent: unknown): boolean {
   const portal = PORTAL_PATH.exec(c.req.path)?.[1];
-  const nonce = getCookie(c, NONCE_COOKIE);
+  const nonce = getCookie(c, nonceCookie(c).name);
   if (typeof sent !== "string" || (!portal && (!nonce || !NONCE.test(nonce)))) return false;
   const expected = Buffer.from(sign(c, portal ? `portal:${portal}` : nonce!));
   const given = Buffer.from(sent);

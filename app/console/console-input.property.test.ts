@@ -56,7 +56,13 @@ const headerText = fc.oneof(
 
 const FIELDS = ["csrf", "token", "url", "description", "events", "scheme", "back", "hours"];
 const QUERY_KEYS = ["cursor", "notice", "status", "eventType", "since", "until", "q"];
-const COOKIES = ["hooklane_session", "__Host-hooklane_session", "hooklane_console", "hooklane_console_nonce"];
+const COOKIES = [
+  "hooklane_session",
+  "__Host-hooklane_session",
+  "hooklane_console",
+  "hooklane_console_nonce",
+  "__Host-hooklane_console_nonce",
+];
 /** A browser's nonce (the shape the console sets): the form token of `GET /console` is signed for it. */
 const NONCE = "AAAAAAAAAAAAAAAAAAAAAA";
 

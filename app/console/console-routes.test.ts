@@ -65,8 +65,14 @@ describe("the console", () => {
   };
 
   it("asks for a token, refuses a bad one, and keeps a session id (never the token) in an HttpOnly, SameSite=Strict cookie", async () => {
-    expect((await page("/console")).status).toBe(401);
-    expect((await page("/console")).html).toContain('action="/console/login"');
+    const first = await page("/console");
+    expect(first.status).toBe(401);
+    expect(first.html).toContain('action="/console/login"');
+    // The form token's nonce, plain-named without Secure over http like the session's cookie below.
+    const nonceCookie = first.headers.getSetCookie().find((line) => line.startsWith("hooklane_console_nonce="))!;
+    expect(nonceCookie).toMatch(/HttpOnly/);
+    expect(nonceCookie).toMatch(/SameSite=Strict/);
+    expect(nonceCookie).not.toMatch(/Secure|Domain/);
     const refused = await post("/console/login", { token: "not-a-jwt" });
     expect(refused.status).toBe(401);
     expect(await refused.text()).toContain("not accepted");
@@ -297,40 +303,46 @@ describe("the console", () => {
     expect(stale.status).toBe(401);
   });
 
-  it("names the cookie __Host- with Secure over https and in production", async () => {
+  it("names the session and form-token cookies __Host- with Secure over https and in production", async () => {
     const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
     const production = createApp({
       ...harness.hooklane,
       config: { ...harness.hooklane.config, production: true },
     });
-    for (const [what, target, url] of [
-      ["https", app, "https://localhost"],
-      ["production", production, "http://localhost"],
-    ] as const) {
-      const form = await target.request(`${url}/console`);
-      const nonce = /hooklane_console_nonce=([^;]+)/.exec(form.headers.getSetCookie().join("\n"))![1]!;
-      const csrfToken = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
-      const login = await target.request(`${url}/console/login`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/x-www-form-urlencoded",
-          origin: url,
-          cookie: `hooklane_console_nonce=${nonce}`,
-        },
-        body: new URLSearchParams({ csrf: csrfToken, token }).toString(),
-      });
-      expect(login.status, what).toBe(303);
-      const line = login.headers.getSetCookie().find((l) => l.startsWith("__Host-hooklane_session="))!;
+    const expectHostCookie = (line: string | undefined, what: string) => {
+      expect(line, what).toBeDefined();
       expect(line, what).toMatch(/; Path=\/;/);
       expect(line, what).toMatch(/; Secure/);
       expect(line, what).toMatch(/; HttpOnly/);
       expect(line, what).toMatch(/; SameSite=Strict/);
       expect(line, what).not.toMatch(/Domain/);
-      const id = /^__Host-hooklane_session=([^;]+)/.exec(line)![1]!;
-      const cookie = `hooklane_console_nonce=${nonce}; __Host-hooklane_session=${id}`;
+    };
+    for (const [what, target, url] of [
+      ["https", app, "https://localhost"],
+      ["production", production, "http://localhost"],
+    ] as const) {
+      const form = await target.request(`${url}/console`);
+      const nonceLine = form.headers.getSetCookie().find((l) => l.startsWith("__Host-hooklane_console_nonce="));
+      expectHostCookie(nonceLine, `${what} nonce`);
+      const nonce = /^__Host-hooklane_console_nonce=([^;]+)/.exec(nonceLine!)![1]!;
+      const csrfToken = /name="csrf" value="([^"]+)"/.exec(await form.text())![1]!;
+      const signIn = (nonceCookie: string) =>
+        target.request(`${url}/console/login`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", origin: url, cookie: nonceCookie },
+          body: new URLSearchParams({ csrf: csrfToken, token }).toString(),
+        });
+      // The nonce is read by the name it was set with: under the plain name the form token matches nothing.
+      expect((await signIn(`hooklane_console_nonce=${nonce}`)).status, what).toBe(403);
+      const login = await signIn(`__Host-hooklane_console_nonce=${nonce}`);
+      expect(login.status, what).toBe(303);
+      const line = login.headers.getSetCookie().find((l) => l.startsWith("__Host-hooklane_session="));
+      expectHostCookie(line, `${what} session`);
+      const id = /^__Host-hooklane_session=([^;]+)/.exec(line!)![1]!;
+      const cookie = `__Host-hooklane_console_nonce=${nonce}; __Host-hooklane_session=${id}`;
       expect((await target.request(`${url}/console`, { headers: { cookie } })).status, what).toBe(200);
       // The plain name is not read where the prefixed one is expected: a sibling cannot shadow it.
-      const plain = `hooklane_console_nonce=${nonce}; hooklane_session=${id}`;
+      const plain = `__Host-hooklane_console_nonce=${nonce}; hooklane_session=${id}`;
       expect((await target.request(`${url}/console`, { headers: { cookie: plain } })).status, what).toBe(401);
     }
   });

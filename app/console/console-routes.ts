@@ -9,6 +9,7 @@ import {
   revokeConsoleSession,
 } from "../../lib/auth/console-session.ts";
 import type { Principal } from "../../lib/auth/jwt.ts";
+import { consoleCookie } from "./console-cookie.ts";
 import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { addDeliveryConsoleRoutes } from "./console-delivery-routes.ts";
 import { loginPage } from "./console-pages.ts";
@@ -25,16 +26,9 @@ const LEGACY_COOKIE = "hooklane_console";
 /** `text` when it can be a bearer token, else undefined: a malformed token means "not signed in". */
 const bearerToken = (text: unknown) => (typeof text === "string" && BEARER_TOKEN.test(text) ? text : undefined);
 
-/**
- * The session cookie's name and whether it is `Secure`. Production, and any
- * request that reached us over https, use `__Host-` (Secure, Path=/, no
- * Domain: no sibling subdomain or plain-http page can set or shadow it).
- * Development over plain http (`http://127.0.0.1:3000`, the browser tests)
- * gets a plain name without Secure, which every browser accepts there.
- */
+/** The session cookie (`consoleCookie`): `__Host-hooklane_session` in production and over https. */
 export function sessionCookie(c: Context<HooklaneEnv>): { name: string; secure: boolean } {
-  const secure = c.get("hooklane").config.production || new URL(c.req.url).protocol === "https:";
-  return { name: secure ? "__Host-hooklane_session" : "hooklane_session", secure };
+  return consoleCookie(c, "hooklane_session");
 }
 
 const principals = new WeakMap<Request, Principal | null>();
