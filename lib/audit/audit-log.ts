@@ -21,6 +21,7 @@ export type AuditAction =
   | "resend.started"
   | "resend.read"
   | "notification.read"
+  | "audit-log.read"
   | "poison.replayed";
 
 /** Actions that change something: audited whoever takes them. The others (reads) are audited for support only. */
@@ -33,6 +34,7 @@ const READS = new Set<AuditAction>([
   "recovery.read",
   "resend.read",
   "notification.read",
+  "audit-log.read",
 ]);
 
 /**
@@ -57,4 +59,36 @@ export async function recordAudit(
     target: entry.target,
     detail: entry.detail ?? {},
   });
+}
+
+/**
+ * Records support's read of one page of a list under every account whose
+ * rows it showed (`accounts`: each row's; null for a global webhook's), one
+ * entry per account with how many rows were its, so each sees what support
+ * saw of it. Rows of support's own account are left out, so a page of
+ * nothing else records nothing; reads by anyone but support never are.
+ */
+export async function recordListRead(
+  database: Database,
+  principal: Principal,
+  entry: { action: AuditAction; target: string; detail?: Record<string, unknown> },
+  accounts: readonly (string | null)[],
+): Promise<void> {
+  if (!principal.support) return;
+  const shown = new Map<string | null, number>();
+  for (const account of accounts) {
+    if (account !== principal.account) shown.set(account, (shown.get(account) ?? 0) + 1);
+  }
+  if (shown.size === 0) return;
+  await database.db.insert(auditLog).values(
+    [...shown].map(([account, rows]) => ({
+      account,
+      actorSub: principal.sub,
+      actorAccount: principal.account,
+      actorRole: roleOf(principal) ?? null,
+      action: entry.action,
+      target: entry.target,
+      detail: { ...entry.detail, rows },
+    })),
+  );
 }

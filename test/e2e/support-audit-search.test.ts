@@ -1,6 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
+import { auditLog, webhookAttempt, webhookDispatch } from "../../lib/db/schema.ts";
+import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import { eventually } from "../support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
@@ -52,7 +53,9 @@ describe("support, audit, soft delete, search and resend", () => {
     (await harness.call("GET", `/v3/audit-log?limit=100${target ? `&target=${target}` : ""}`, who)).body.data as Array<{
       action: string;
       target: string;
+      account: string | null;
       actor: { sub: string; account: string; role: string | null };
+      detail: Record<string, unknown>;
     }>;
 
   it("lets support read and retry another account's delivery without a secret; an admin of another account cannot; both are audited", async () => {
@@ -89,6 +92,37 @@ describe("support, audit, soft delete, search and resend", () => {
     // Support reads the same log; Bob's does not show Alice's.
     expect((await auditOf(SUPPORT, dispatch!.id)).length).toBe(2);
     expect((await auditOf(BOB_ADMIN)).some((entry) => entry.target === dispatch!.id)).toBe(false);
+  });
+
+  it("records support's reads of another account's audit log under that account, naming support; the account's own add none", async () => {
+    const hook = await webhookOf(ALICE, "/alice-audit-read", ["payment-debt.created"]);
+    const before = await auditOf(ALICE);
+    // Alice reading her own log, however she asks, leaves it as it was.
+    for (const query of ["", `&target=${hook.id}`, `&account=${ALICE.account}`]) {
+      expect((await harness.call("GET", `/v3/audit-log?limit=100${query}`, ALICE)).status, query).toBe(200);
+    }
+    expect(await auditOf(ALICE)).toEqual(before);
+
+    // Support reads Alice's log by account, then by one of her objects: two entries, under Alice, naming support.
+    const byAccount = await harness.call("GET", `/v3/audit-log?limit=100&account=${ALICE.account}`, SUPPORT);
+    expect(byAccount.body.data).toHaveLength(before.length);
+    const byTarget = await harness.call("GET", `/v3/audit-log?limit=100&target=${hook.id}`, SUPPORT);
+    expect(byTarget.body.data.map((entry: { action: string }) => entry.action)).toEqual(["webhook.created"]);
+    const after = await auditOf(ALICE);
+    expect(after.slice(2)).toEqual(before);
+    const actor = { sub: SUPPORT.sub, account: SUPPORT.account, role: "support" };
+    expect(after.slice(0, 2)).toMatchObject([
+      {
+        action: "audit-log.read",
+        target: "audit-log",
+        account: ALICE.account,
+        actor,
+        detail: { target: hook.id, rows: 1 },
+      },
+      { action: "audit-log.read", target: "audit-log", account: ALICE.account, actor, detail: { rows: before.length } },
+    ]);
+    // On Alice's record only: Bob's shows none of it.
+    expect((await auditOf(BOB)).some((entry) => entry.action === "audit-log.read")).toBe(false);
   });
 
   it("keeps a deleted webhook's delivery log readable, skips its undelivered events, and records who deleted it", async () => {
@@ -202,5 +236,79 @@ describe("support, audit, soft delete, search and resend", () => {
     expect(receiver.posts.filter((post) => post.path === "/carol-2")).toHaveLength(6);
     expect(receiver.posts.filter((post) => post.path === "/carol-1")).toHaveLength(7);
     expect(receiver.posts.filter((post) => post.path === "/bob")).toHaveLength(1);
+  });
+
+  it("records support's list reads and searches under each account whose rows they showed, naming support; the account's own add none", async () => {
+    // Newest last, so a page of one shows Alice's only: Bob's webhook, a global one (Bob's admin's), then Alice's.
+    const bobs = await webhookOf(BOB, "/bob-listed", ["subscription.created"]);
+    const global = await harness.call("POST", "/v3/webhooks", {
+      ...BOB_ADMIN,
+      body: { url: `${receiver.url}/global-listed`, events: ["payment-debt.created"], scope: "global" },
+    });
+    expect(global.status).toBe(201);
+    const alices = await webhookOf(ALICE, "/alice-listed", ["payment-debt.created"]);
+    for (const webhookId of [bobs.id, alices.id]) {
+      await notifyOwner(harness.hooklane.database, { webhookId, kind: "webhook.disabled", detail: {} });
+    }
+    const debt = await harness.call("POST", "/v3/payment-debts", {
+      ...ALICE,
+      body: { amount: "9.00", currency: "EUR" },
+    });
+    await harness.settled();
+    const search = `/v3/webhook-dispatches?resourceId=${debt.body.id}&limit=100`;
+    const found = await eventually(
+      () => harness.call("GET", search, ALICE).then((r) => r.body.data as Dispatch[]),
+      (rows) => rows.some((row) => row.webhook === alices.id),
+    );
+
+    const listed = new Set(["notification.read", "webhook.read", "dispatches.searched"]);
+    const listReads = (entries: Awaited<ReturnType<typeof auditOf>>) =>
+      entries.filter((entry) => listed.has(entry.action));
+    // Alice listing and searching her own: nothing recorded.
+    const before = await auditOf(ALICE);
+    for (const path of ["/v3/notifications?limit=1", "/v3/webhooks?limit=1", search]) {
+      expect((await harness.call("GET", path, ALICE)).status, path).toBe(200);
+    }
+    expect(await auditOf(ALICE)).toEqual(before);
+    const adminBefore = listReads(await auditOf(BOB_ADMIN));
+
+    const notifications = await harness.call("GET", "/v3/notifications?limit=1", SUPPORT);
+    expect(notifications.body.data.map((row: { webhook: string }) => row.webhook)).toEqual([alices.id]);
+    const webhooks = await harness.call("GET", "/v3/webhooks?limit=1", SUPPORT);
+    expect(webhooks.body.data.map((row: { id: string }) => row.id)).toEqual([alices.id]);
+    const searched = await harness.call("GET", search, SUPPORT);
+    const rows = searched.body.data as Dispatch[];
+    expect(rows.filter((row) => row.webhook === global.body.id)).toHaveLength(1);
+    expect(rows).toHaveLength(found.length + 1);
+
+    // On Alice's record, one entry a read, naming support and counting only her rows.
+    const actor = { sub: SUPPORT.sub, account: SUPPORT.account, role: "support" };
+    const after = await auditOf(ALICE);
+    expect(after.slice(3)).toEqual(before);
+    expect(after.slice(0, 3)).toMatchObject([
+      {
+        action: "dispatches.searched",
+        target: debt.body.id,
+        account: ALICE.account,
+        actor,
+        detail: { resourceId: debt.body.id, rows: found.length },
+      },
+      { action: "webhook.read", target: "webhooks", account: ALICE.account, actor, detail: { rows: 1 } },
+      { action: "notification.read", target: "notifications", account: ALICE.account, actor, detail: { rows: 1 } },
+    ]);
+    // The global webhook's dispatch: under no account, which admins read.
+    const adminAfter = listReads(await auditOf(BOB_ADMIN));
+    expect(adminAfter.slice(1)).toEqual(adminBefore);
+    expect(adminAfter[0]).toMatchObject({
+      action: "dispatches.searched",
+      target: debt.body.id,
+      account: null,
+      actor,
+      detail: { rows: 1 },
+    });
+    // Bob's rows were on no page: nothing on his record. Nor on support's own account's.
+    expect(listReads(await auditOf(BOB))).toEqual([]);
+    const own = await harness.hooklane.database.db.select().from(auditLog).where(eq(auditLog.account, SUPPORT.account));
+    expect(own.filter((entry) => listed.has(entry.action))).toEqual([]);
   });
 });

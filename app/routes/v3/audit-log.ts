@@ -3,6 +3,7 @@ import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { recordListRead } from "../../../lib/audit/audit-log.ts";
 import type { Principal } from "../../../lib/auth/jwt.ts";
 import { auditLog, type AuditLogEntry } from "../../../lib/db/schema.ts";
 
@@ -80,18 +81,28 @@ export function addAuditLog(router: OperationRouter): void {
       operationId: "listAuditLog",
       summary: "List the audit log",
       description:
-        "Control-plane actions on the caller's account's objects (and the global webhooks' for an admin), newest first: every change to a webhook, retry, recovery and resend, and everything a support token read or did. Support reads every account's.",
+        "Control-plane actions on the caller's account's objects (and the global webhooks' for an admin), newest first: every change to a webhook, retry, recovery and resend, and everything a support token read or did. Support reads every account's, and each account whose entries support read sees an `audit-log.read` for it.",
       tag: "Audit",
       query: auditQuery,
       responses: { 200: { description: "A page of audit entries.", schema: listOf(auditEntrySchema) } },
     },
     async (c, { query }) => {
-      const rows = await readNewestFirst(c.get("database").db, auditLog, {
-        scope: auditScope(c.get("principal"), query.account),
+      const database = c.get("database");
+      const principal = c.get("principal");
+      const rows = await readNewestFirst(database.db, auditLog, {
+        scope: auditScope(principal, query.account),
         filter: query.target ? eq(auditLog.target, query.target) : undefined,
         limit: query.limit,
         cursor: query.cursor,
       });
+      // Support reading another account's entries: on that account's record too.
+      const shown = rows.slice(0, query.limit).map((row) => row.account);
+      await recordListRead(
+        database,
+        principal,
+        { action: "audit-log.read", target: "audit-log", detail: { target: query.target } },
+        shown,
+      );
       return c.json(listPage(rows, query.limit, presentAuditEntry));
     },
   );

@@ -51,7 +51,11 @@ const PROBES: Record<string, Probe> = {
     kind: "collection",
     request: (f) => ({ path: "/v3/webhooks", body: { url: `${f.receiverUrl}/others`, events: ["*"] } }),
   },
-  "GET /v3/webhooks": { kind: "collection", request: () => ({ path: "/v3/webhooks?limit=100" }) },
+  "GET /v3/webhooks": {
+    kind: "collection",
+    support: "webhook.read",
+    request: () => ({ path: "/v3/webhooks?limit=100" }),
+  },
   "GET /v3/webhooks/:id": {
     kind: "object",
     support: "webhook.read",
@@ -99,6 +103,7 @@ const PROBES: Record<string, Probe> = {
   "DELETE /v3/webhooks/:id": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}` }) },
   "GET /v3/webhook-dispatches": {
     kind: "collection",
+    support: "dispatches.searched",
     request: (f) => ({ path: `/v3/webhook-dispatches?eventId=${f.eventId}` }),
   },
   "POST /v3/webhook-resends": {
@@ -113,8 +118,16 @@ const PROBES: Record<string, Probe> = {
     support: "resend.read",
     request: (f) => ({ path: `/v3/webhook-resends/${f.resendId}` }),
   },
-  "GET /v3/audit-log": { kind: "collection", request: () => ({ path: "/v3/audit-log?limit=100" }) },
-  "GET /v3/notifications": { kind: "collection", request: () => ({ path: "/v3/notifications?limit=100" }) },
+  "GET /v3/audit-log": {
+    kind: "collection",
+    support: "audit-log.read",
+    request: () => ({ path: "/v3/audit-log?limit=100" }),
+  },
+  "GET /v3/notifications": {
+    kind: "collection",
+    support: "notification.read",
+    request: () => ({ path: "/v3/notifications?limit=100" }),
+  },
   "GET /v3/notifications/:id": {
     kind: "object",
     support: "notification.read",

@@ -4,7 +4,7 @@ import { listOf, pageQuery, unknownCursor } from "../../../lib/api/list-page.ts"
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { iso, isoOrNull, timestamp } from "../../../lib/api/timestamps.ts";
-import { recordAudit } from "../../../lib/audit/audit-log.ts";
+import { recordAudit, recordListRead } from "../../../lib/audit/audit-log.ts";
 import type { Principal } from "../../../lib/auth/jwt.ts";
 import {
   MAIL_STATUSES,
@@ -104,14 +104,16 @@ export function addNotifications(router: OperationRouter): void {
       operationId: "listNotifications",
       summary: "List owner notifications",
       description:
-        "What the caller's account was told about its webhooks (digests of deliveries that failed for good, disabled webhooks), newest first, with each e-mail's state. Admins also see the global webhooks'; support every account's.",
+        "What the caller's account was told about its webhooks (digests of deliveries that failed for good, disabled webhooks), newest first, with each e-mail's state. Admins also see the global webhooks'; support every account's, and each account whose notifications support read sees a `notification.read` for it.",
       tag: "Notifications",
       query: listQuery,
       responses: { 200: { description: "A page of notifications.", schema: listOf(notificationSchema) } },
     },
     async (c, { query }) => {
-      const { db } = c.get("database");
-      const scope = notificationScope(c.get("principal"));
+      const database = c.get("database");
+      const principal = c.get("principal");
+      const { db } = database;
+      const scope = notificationScope(principal);
       let after: number | undefined;
       if (query.cursor) {
         after = rowId(query.cursor);
@@ -137,6 +139,13 @@ export function addNotifications(router: OperationRouter): void {
         .orderBy(desc(webhookNotification.id))
         .limit(query.limit + 1);
       const page = rows.slice(0, query.limit);
+      // Support reading other accounts' notifications: on each one's record.
+      await recordListRead(
+        database,
+        principal,
+        { action: "notification.read", target: "notifications", detail: { kind: query.kind } },
+        page.map((row) => row.account),
+      );
       return c.json({
         object: "list" as const,
         data: page.map(presentNotification),

@@ -1,10 +1,10 @@
-import { and, eq, gte, lt, sql } from "drizzle-orm";
+import { and, eq, gte, inArray, lt, sql } from "drizzle-orm";
 import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { timestampInput } from "../../../lib/api/timestamps.ts";
 import { whenFieldsValid } from "../../../lib/api/validation-errors.ts";
-import { recordAudit } from "../../../lib/audit/audit-log.ts";
+import { recordListRead } from "../../../lib/audit/audit-log.ts";
 import { DISPATCH_STATUSES, webhook, webhookDispatch } from "../../../lib/db/schema.ts";
 import { webhookScope } from "../../../lib/webhook/webhook-scope.ts";
 import { dispatchSchema, presentDispatch } from "./dispatch-schemas.ts";
@@ -45,7 +45,7 @@ export function addWebhookDispatchSearch(router: OperationRouter): void {
       operationId: "searchWebhookDispatches",
       summary: "Search deliveries across webhooks",
       description:
-        "Dispatches of the caller's webhooks (every account's for support) matching an event id, a resource id or an event type, newest first. Deleted webhooks' logs are searched too, until retention removes them.",
+        "Dispatches of the caller's webhooks (every account's for support, and each account whose dispatches support found sees a `dispatches.searched` for it) matching an event id, a resource id or an event type, newest first. Deleted webhooks' logs are searched too, until retention removes them.",
       tag: "Delivery log",
       query: searchQuery,
       responses: { 200: { description: "A page of dispatches.", schema: listOf(dispatchSchema) } },
@@ -67,12 +67,38 @@ export function addWebhookDispatchSearch(router: OperationRouter): void {
         limit: query.limit,
         cursor: query.cursor,
       });
-      await recordAudit(database, principal, {
-        action: "dispatches.searched",
-        target: query.eventId ?? query.resourceId ?? query.type!,
-        account: principal.account,
-        detail: { eventId: query.eventId, resourceId: query.resourceId, type: query.type },
-      });
+      // Support searching other accounts' deliveries: on the record of each account whose webhooks' dispatches
+      // the page showed. Owned, as a single dispatch's read is, by its webhook's account (null for a global one),
+      // not by the event's.
+      const page = rows.slice(0, query.limit);
+      if (principal.support && page.length > 0) {
+        const webhookIds = [...new Set(page.map((row) => row.webhookId))];
+        const owners = new Map(
+          (
+            await database.db
+              .select({ id: webhook.id, account: webhook.account })
+              .from(webhook)
+              .where(inArray(webhook.id, webhookIds))
+          ).map((owner) => [owner.id, owner.account]),
+        );
+        await recordListRead(
+          database,
+          principal,
+          {
+            action: "dispatches.searched",
+            target: query.eventId ?? query.resourceId ?? query.type!,
+            detail: {
+              eventId: query.eventId,
+              resourceId: query.resourceId,
+              type: query.type,
+              status: query.status,
+              since: query.since,
+              until: query.until,
+            },
+          },
+          page.map((row) => owners.get(row.webhookId) ?? null),
+        );
+      }
       return c.json(listPage(rows, query.limit, presentDispatch));
     },
   );
