@@ -12,7 +12,8 @@ import { listenSessionIdParams, presentListenSession } from "./listen-session-sc
  * session is over. Whichever process serves the stream claims the session's
  * deliveries for it, so any number of lane workers and API instances work.
  * Each process serves at most `WEBHOOK_QUOTA_LISTEN_STREAMS` open streams
- * per account (429 with `Retry-After` beyond): every one polls the database.
+ * per account (429 with `Retry-After` beyond): every one holds a database
+ * LISTEN subscription and looks for work at least every `LISTEN.maxIdleMs`.
  */
 export function addListenSessionStream(router: OperationRouter): void {
   const openStreams = new Map<string, number>();

@@ -13,6 +13,8 @@
 --      ones too (their events are kept); none for a type that is deprecated or was never synced.
 --   3. One pending dispatch per event x webhook (a redelivered message inserts nothing: unique key) and its open
 --      row, due now. Each dispatch is written once, in the state it is delivered from.
+--   4. A listen session that got one is told on channel hooklane_listen (payload: its webhook id, once per
+--      transaction), so only that session's streams wake (lib/db/sql/listen-wake.ts).
 -- Returns the new dispatches' ids (in the batch's order) and, per message, how many it created.
 CREATE OR REPLACE FUNCTION hooklane_route_events(
   p_messages jsonb[], p_rules jsonb[], OUT ids text[], OUT routed integer[]
@@ -24,6 +26,8 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan
 AS $$
+DECLARE
+  v_woken integer;
 BEGIN
   WITH e AS MATERIALIZED (
     SELECT x.ord, x.message ->> 'eventId' AS event_id, x.message ->> 'type' AS type, x.account,
@@ -48,7 +52,7 @@ BEGIN
   ),
   -- Each event's webhooks, found through their indexes before anything else is computed over them.
   pairs AS MATERIALIZED (
-    SELECT e.ord, w.id AS webhook_id, e.event_id, e.type, e.account, e.payload
+    SELECT e.ord, w.id AS webhook_id, e.event_id, e.type, e.account, e.payload, w.status = 'listening' AS listening
     FROM e JOIN webhook w
       ON (w.events @> ARRAY[e.type]::text[] OR w.events @> ARRAY['*']::text[])
       AND (w.account IS NULL OR w.account = e.account)
@@ -66,6 +70,13 @@ BEGIN
     INSERT INTO webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at)
     SELECT i.id, i.webhook_id, i.next_attempt_at FROM inserted i
   ),
+  woken AS (
+    SELECT pg_notify('hooklane_listen', l.webhook_id)
+    FROM (
+      SELECT DISTINCT p.webhook_id FROM pairs p
+      WHERE p.listening AND EXISTS (SELECT 1 FROM inserted i WHERE i.webhook_id = p.webhook_id)
+    ) l
+  ),
   -- Each new dispatch counts for the batch's first message that would have made it: the first of its event with its
   -- body (the account is in the body), as when the messages were routed one after the other.
   owned AS (
@@ -76,7 +87,8 @@ BEGIN
     (SELECT coalesce(array_agg(o.id ORDER BY o.ord, o.id), '{}'::text[]) FROM owned o),
     (SELECT array_agg(coalesce(c.n, 0)::integer ORDER BY m.ord)
        FROM generate_series(1, cardinality(p_messages)) AS m(ord)
-       LEFT JOIN (SELECT o.ord, count(*) AS n FROM owned o GROUP BY o.ord) c ON c.ord = m.ord)
-  INTO ids, routed;
+       LEFT JOIN (SELECT o.ord, count(*) AS n FROM owned o GROUP BY o.ord) c ON c.ord = m.ord),
+    (SELECT count(*) FROM woken)
+  INTO ids, routed, v_woken;
 END;
 $$;

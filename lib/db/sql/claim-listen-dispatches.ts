@@ -6,7 +6,7 @@ export interface ListenClaim {
   /** False once the session is deleted or expired: its stream should end. */
   listening: boolean;
   dispatches: ClaimedDispatch[];
-  /** When its next retry falls due, in ms; null when none is scheduled. */
+  /** When its next dispatch can be leased (a retry falls due, a lease runs out), in ms; null when none waits. */
   waitMs: number | null;
 }
 
@@ -59,8 +59,9 @@ export async function claimListenDispatches(
           'previousSecretExpiresAt', s.previous_secret_expires_at, 'probe', false, 'testMode', d.test_mode)
           order by l.next_attempt_at)
         from leased l join webhook_dispatch d on d.id = l.dispatch_id cross join session s), '[]'::jsonb)::text as rows,
-      (select extract(epoch from min(o.next_attempt_at) - now()) * 1000 from webhook_dispatch_open o
-        where o.webhook_id = ${webhookId} and o.next_attempt_at > now()) as wait_ms
+      (select extract(epoch from min(greatest(o.next_attempt_at, o.locked_until)) - now()) * 1000
+        from webhook_dispatch_open o
+        where o.webhook_id = ${webhookId} and greatest(o.next_attempt_at, o.locked_until) > now()) as wait_ms
   `);
   const rows: ClaimedRow[] = typeof row!.rows === "string" ? JSON.parse(row!.rows) : row!.rows;
   return {

@@ -1,5 +1,6 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Database } from "../client.ts";
+import { wakeListenSession } from "./listen-wake.ts";
 
 /** A dispatch no attempt is working on, by its open row `o`: not leased, or its lease ran out. */
 export const NOT_IN_FLIGHT = sql.raw(`(o.locked_until is null or o.locked_until < now())`);
@@ -13,6 +14,7 @@ export const NOT_IN_FLIGHT = sql.raw(`(o.locked_until is null or o.locked_until 
  * record holds right now is left to it). Defines the CTEs `target` and
  * `restarted` (the ids started over), for a statement to go on from. Signing
  * reads the webhook's current secret at attempt time, so the new run uses it.
+ * A listen session's streams are told at commit (LISTEN_WAKE_CHANNEL).
  */
 export function restartRows(targets: SQL, recoveryId?: string): SQL {
   return sql`
@@ -38,7 +40,7 @@ export function restartRows(targets: SQL, recoveryId?: string): SQL {
       set status = 'pending', run = d.run + 1, attempt_count = 0, next_attempt_at = now(), completed_at = null,
           updated_at = now()${recoveryId === undefined ? sql`` : sql`, recovery_id = ${recoveryId}`}
       from takes k where d.id = k.id
-      returning d.id
+      returning d.id, ${wakeListenSession(sql`d.webhook_id`)} as woken
     )`;
 }
 

@@ -10,8 +10,11 @@ import { webhookInScope } from "../webhook-scope.ts";
 export const LISTEN = {
   /** A pushed delivery's lease: the CLI's POST (10 s at most) and its report, with room to spare. */
   leaseMs: 30_000,
-  /** Longest idle wait of a stream: bounds how late a missed wake-up or a retry falling due is noticed. */
-  maxIdleMs: 1_000,
+  /**
+   * Longest idle wait of a stream (each is 50-100 % of it): bounds how late a missed wake-up is noticed. Work is
+   * announced (a NOTIFY naming the session) or foreseen (the next retry or lease falling due): a safety net, not a poll.
+   */
+  maxIdleMs: 10_000,
 } as const;
 
 /**

@@ -4,12 +4,12 @@ import type { Database } from "../../db/client.ts";
 import { claimListenDispatches } from "../../db/sql/claim-listen-dispatches.ts";
 import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
 import { deleteExpiredListenSessions, renewListenSession } from "../../db/sql/listen-session-expiry.ts";
+import { LISTEN_WAKE_CHANNEL } from "../../db/sql/listen-wake.ts";
 import type { Logger } from "../../log/logger.ts";
 import { internalFailure, recordResults, type RecordDeps } from "../outbound/webhook-out-deliver.consumer.ts";
 import { signAttempt, type RetryDeps, type SigningDeps } from "../outbound/webhook-out-deliver.handler.ts";
 import { LANE_BACKOFF } from "../outbound/webhook-retry-policy.ts";
 import { LaneSignal } from "../transport/postgres/lane-signal.ts";
-import { DELIVER_WAKE_CHANNEL } from "../transport/postgres/postgres-transport.ts";
 import type { ListenDelivery } from "./listen-messages.ts";
 import { LISTEN, listenWorkerPrefix } from "./listen-session.ts";
 
@@ -34,12 +34,14 @@ export interface ListenOutlet {
 /**
  * Serves one open stream of listen session `webhookId` until `signal`
  * aborts (the CLI went away) or the session is over (deleted or expired).
- * While open it renews the session every third of its TTL and, woken by the
- * lane's NOTIFY, a retry falling due or every `LISTEN.maxIdleMs`, leases the
- * session's due dispatches under this stream's own worker id, signs each as
- * the lane does and pushes it. The CLI reports each result to any API
- * instance (see recordListenReports). An attempt that cannot be signed is
- * recorded here as an `internal` failure. A database outage is waited out.
+ * While open it renews the session every third of its TTL and, woken by a
+ * NOTIFY naming its session (LISTEN_WAKE_CHANNEL: a dispatch routed,
+ * restarted or tested, a report recorded), by a retry or a lease falling due,
+ * or every `LISTEN.maxIdleMs`, leases the session's due dispatches under this
+ * stream's own worker id, signs each as the lane does and pushes it. The CLI
+ * reports each result to any API instance (see recordListenReports). An
+ * attempt that cannot be signed is recorded here as an `internal` failure. A
+ * database outage is waited out.
  * Once the stream closes, the session is deleted at its expiry unless a new
  * stream renewed it (the sweeper does the same if this process dies first).
  */
@@ -53,7 +55,10 @@ export async function serveListenStream(
   const workerId = `${listenWorkerPrefix(webhookId)}${randomBytes(4).toString("hex")}`;
   const log = logger.child({ component: "listen", webhookId, workerId });
   const wake = new LaneSignal();
-  const unlisten = await database.listen(DELIVER_WAKE_CHANNEL, () => wake.wake());
+  // Another session's NOTIFY is not this stream's business; an empty one is the listener coming back.
+  const unlisten = await database.listen(LISTEN_WAKE_CHANNEL, (payload) => {
+    if (payload === webhookId || payload === "") wake.wake();
+  });
   const stop = () => wake.close();
   signal.addEventListener("abort", stop);
   const renewEveryMs = deps.ttlMs / 3;
@@ -78,7 +83,9 @@ export async function serveListenStream(
         for (const dispatch of claim.dispatches) await push(deps, outlet, workerId, dispatch);
         failures = 0;
         const untilRenewal = renewedAt + renewEveryMs - Date.now();
-        await wake.wait(Math.min(LISTEN.maxIdleMs, claim.waitMs ?? LISTEN.maxIdleMs, untilRenewal));
+        // The safety-net look spread out, so streams opened together do not look together.
+        const idleMs = LISTEN.maxIdleMs * (0.5 + Math.random() / 2);
+        await wake.wait(Math.min(idleMs, claim.waitMs ?? idleMs, untilRenewal));
       } catch (error) {
         if (signal.aborted) break;
         if (!database.outage.report(error)) log.error({ err: error }, "listen stream step failed");
