@@ -5,10 +5,12 @@ import type { RecoveryKind } from "../../../lib/db/schema.ts";
 import {
   countOpenRecoveries,
   countWebhooks,
+  listenSessionRoom,
   lockQuota,
   recentTestEvents,
   type QuotaLock,
 } from "../../../lib/db/sql/account-usage.ts";
+import { noSuchAccount } from "./tenancy.ts";
 
 /** The insert a quota allows; it must use `tx` alone (see `withinQuota`). */
 type Insert<T> = (tx: Database) => Promise<T>;
@@ -45,6 +47,23 @@ export const accountQuotas = {
         limit,
         `This account sent ${recent.count} test events in the last hour; its quota is ${limit} an hour.`,
         recent.oldestLeavesInSeconds,
+      );
+    });
+  },
+
+  /** Another live listen session for `account`, which must exist (422 otherwise). Ending or expiring one makes room. */
+  listenSession<T>(c: ApiContext, account: string, insert: Insert<T>): Promise<T> {
+    const { quotas, listenTtlMs } = c.get("hooklane").config;
+    const limit = quotas.listenSessions;
+    return withinQuota(c, account, "listen-sessions", insert, async (tx) => {
+      const { accountExists, liveSessions } = await listenSessionRoom(tx, account);
+      if (!accountExists) throw noSuchAccount();
+      if (liveSessions < limit) return;
+      throw new QuotaExceededError(
+        "listen-sessions",
+        limit,
+        `This account has ${limit} live listen sessions, its quota (WEBHOOK_QUOTA_LISTEN_SESSIONS); end one first.`,
+        listenTtlMs / 1_000,
       );
     });
   },

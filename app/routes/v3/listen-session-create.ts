@@ -1,8 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
-import { QuotaExceededError } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
-import { listenSessionRoom, lockQuota } from "../../../lib/db/sql/account-usage.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import {
@@ -10,7 +8,7 @@ import {
   listenSessionWithSecretSchema,
   presentListenSession,
 } from "./listen-session-schemas.ts";
-import { noSuchAccount } from "./tenancy.ts";
+import { accountQuotas } from "./account-quotas.ts";
 
 /**
  * `POST /v3/listen-sessions`: what `npm run listen` starts with. The session
@@ -20,7 +18,7 @@ import { noSuchAccount } from "./tenancy.ts";
  * it needs no allowlist entry. It expires `WEBHOOK_LISTEN_TTL` after its
  * last open stream. Only for an account that exists (422 otherwise), and at
  * most `WEBHOOK_QUOTA_LISTEN_SESSIONS` live at once per account (429 with
- * `Retry-After`), exactly: counted and inserted under the account's lock.
+ * `Retry-After`), exactly: see accountQuotas.
  */
 export function addListenSessionCreate(router: OperationRouter): void {
   router.add(
@@ -42,19 +40,7 @@ export function addListenSessionCreate(router: OperationRouter): void {
       const secret = generateWebhookSecret();
       const events = await assertSubscribableEvents(database, body.events);
       const secretSealed = await secrets.seal(secret);
-      const row = await database.transaction(async (tx) => {
-        await lockQuota(tx, principal.account, "listen-sessions");
-        const { accountExists, liveSessions } = await listenSessionRoom(tx, principal.account);
-        if (!accountExists) throw noSuchAccount();
-        const limit = config.quotas.listenSessions;
-        if (liveSessions >= limit) {
-          throw new QuotaExceededError(
-            "listen-sessions",
-            limit,
-            `This account has ${limit} live listen sessions, its quota (WEBHOOK_QUOTA_LISTEN_SESSIONS); end one first.`,
-            config.listenTtlMs / 1_000,
-          );
-        }
+      const row = await accountQuotas.listenSession(c, principal.account, async (tx) => {
         const [inserted] = await tx.db
           .insert(webhook)
           .values({
@@ -69,10 +55,10 @@ export function addListenSessionCreate(router: OperationRouter): void {
             createdBy: principal.sub,
           })
           .returning();
-        return inserted;
+        return inserted!;
       });
       subscriptions.invalidate();
-      return c.json({ ...presentListenSession(row!), secret }, 201);
+      return c.json({ ...presentListenSession(row), secret }, 201);
     },
   );
 }
