@@ -206,6 +206,15 @@ export function resultRows(results: BenchResults): Row[] {
         `${ratio(scale.ratio)} of 1 worker (median of ${scale.ratios.map((r) => ratio(r)).join(" · ")})`,
       ),
       ...waits(scale.fourWorkers),
+      ...(scale.perCore
+        ? [
+            configuration(
+              scale.perCore.configuration,
+              `${ratio(scale.perCore.ratio)} of 1 worker, a worker a core (median of ${scale.perCore.ratios.map((r) => ratio(r)).join(" · ")})`,
+            ),
+            ...waits(scale.perCore.configuration),
+          ]
+        : []),
       ...scale.projection.map((projection): Row => [
         `8 scale-out, projected (not measured): P from ${projection.basis}`,
         projection.machines

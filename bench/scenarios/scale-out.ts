@@ -5,6 +5,7 @@
 // says what the database's active sessions waited on meanwhile. On a machine with few cores the workers and
 // PostgreSQL share them, so the CPU each spends per delivery is measured too, and the report projects from it
 // what more cores would give.
+import { availableParallelism } from "node:os";
 import { addActivity, emptyActivity, sampleActivity, type ActivitySummary } from "../activity-sampler.ts";
 import { backendCpuSpentMs, databaseBackendsCpu, serverPostmaster, type BackendCpu } from "../backend-cpu.ts";
 import { deliveryDeadline, now, waitForDeliveries, type BenchContext, type Delivered } from "../bench-context.ts";
@@ -66,6 +67,11 @@ export interface ScaleOutResult {
   ratios: number[];
   ratio: number;
   /**
+   * On a machine with 2 or 3 cores, a worker per core as well (fewer workers than four, each with a core): what
+   * adding workers gives before they outnumber the cores. Its ratios to one worker, each round, and the median.
+   */
+  perCore?: { configuration: ScaleOutConfiguration; ratios: number[]; ratio: number };
+  /**
    * What more cores would give, from the four workers' CPU per delivery: arithmetic, not a measurement. Once from
    * the CPU of all the server's processes (too high when something else uses the server) and once from the lane's
    * sessions' alone (too low by the server's background work): on a quiet server the truth is near the first.
@@ -77,7 +83,7 @@ export interface ScaleOutResult {
 /**
  * Scenario 8: `events` route jobs in the outbox, over 8 accounts whose 8 webhooks each sit on one of 8 origins
  * (the subscriber's ports), drained by one lane worker and by four (separate processes, the throughput scenario's
- * settings and the product's caps), in alternating rounds. Each round starts fresh workers together and warms them
+ * settings and the product's caps), and on a machine of 2 or 3 cores by one a core, in rotating rounds. Each round starts fresh workers together and warms them
  * with an unmeasured batch of the same shape, as many deliveries per worker as the measured batch, before it.
  */
 export async function scaleOut(context: BenchContext): Promise<ScaleOutResult> {
@@ -90,13 +96,17 @@ export async function scaleOut(context: BenchContext): Promise<ScaleOutResult> {
     await createAccounts(context.db.database, shape);
     const oneWorker = emptyConfiguration(1);
     const fourWorkers = emptyConfiguration(4);
+    const cores = availableParallelism();
+    const perCore = cores > 1 && cores < 4 ? emptyConfiguration(cores) : undefined;
+    const configurations = [oneWorker, fourWorkers, ...(perCore ? [perCore] : [])];
     for (let round = 1; round <= rounds; round++) {
-      // Alternating which goes first, so a drift in the machine's load does not always favour the same one.
-      const order = round % 2 ? [oneWorker, fourWorkers] : [fourWorkers, oneWorker];
+      // Rotating which goes first, so a drift in the machine's load does not always favour the same one.
+      const order = configurations.map((_, i) => configurations[(i + round - 1) % configurations.length]!);
       for (const configuration of order) await drainRound(context, subscriber, shape, configuration, round);
     }
-    const ratios = fourWorkers.rounds.map((rate, i) => rate / oneWorker.rounds[i]!);
-    for (const configuration of [oneWorker, fourWorkers]) configuration.median = median(configuration.rounds);
+    const ratiosOf = (c: ScaleOutConfiguration) => c.rounds.map((rate, i) => rate / oneWorker.rounds[i]!);
+    const ratios = ratiosOf(fourWorkers);
+    for (const configuration of configurations) configuration.median = median(configuration.rounds);
     return {
       events,
       deliveries: events * ORIGINS,
@@ -106,6 +116,9 @@ export async function scaleOut(context: BenchContext): Promise<ScaleOutResult> {
       fourWorkers,
       ratios,
       ratio: median(ratios),
+      ...(perCore && {
+        perCore: { configuration: perCore, ratios: ratiosOf(perCore), ratio: median(ratiosOf(perCore)) },
+      }),
       projection: [
         project(
           "the PostgreSQL server's processes",
@@ -114,7 +127,7 @@ export async function scaleOut(context: BenchContext): Promise<ScaleOutResult> {
         ),
         project("the lane's sessions", median(fourWorkers.workerCpuUs), median(fourWorkers.sessionCpuUs)),
       ],
-      complete: [oneWorker, fourWorkers].every((c) => !c.incomplete && c.problems.length === 0),
+      complete: configurations.every((c) => !c.incomplete && c.problems.length === 0),
     };
   } finally {
     await subscriber.stop();
