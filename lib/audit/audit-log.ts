@@ -22,7 +22,10 @@ export type AuditAction =
   | "resend.read"
   | "notification.read"
   | "audit-log.read"
-  | "poison.replayed";
+  | "poison.replayed"
+  | "portal-session.created"
+  | "portal-session.revoked"
+  | "portal-sessions.revoked";
 
 /** Actions that change something: audited whoever takes them. The others (reads) are audited for support only. */
 const READS = new Set<AuditAction>([

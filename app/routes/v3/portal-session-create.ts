@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { parseFrameAncestor } from "../../../lib/webhook/portal/frame-ancestor.ts";
@@ -65,7 +66,15 @@ export function addPortalSessionCreate(router: OperationRouter): void {
         frameAncestors: [...new Set(body.frameAncestors)],
         ttlSeconds: body.expiresIn,
       });
-      await storePortalSession(c.get("database"), session);
+      await c.get("database").transaction(async (tx) => {
+        await storePortalSession(tx, session);
+        await recordAudit(tx, c.get("principal"), {
+          action: "portal-session.created",
+          target: session.id,
+          account,
+          detail: { frameAncestors: session.frameAncestors, expires: session.expiresAt.toISOString() },
+        });
+      });
       const answer: z.output<typeof portalSessionWithUrlSchema> = {
         id: session.id,
         object: "portal-session",

@@ -1,3 +1,4 @@
+import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
@@ -41,7 +42,14 @@ export function addPortalSessionRevoke(router: OperationRouter): void {
       },
     },
     async (c, { params, query }) => {
-      const id = await revokePortalSession(c.get("database"), portalSessionAccount(c, query.account), params.id);
+      const database = c.get("database");
+      const account = portalSessionAccount(c, query.account);
+      const id = await database.transaction(async (tx) => {
+        const revoked = await revokePortalSession(tx, account, params.id);
+        if (revoked)
+          await recordAudit(tx, c.get("principal"), { action: "portal-session.revoked", target: revoked, account });
+        return revoked;
+      });
       if (!id) throw notFound("portal session");
       return c.json(deleted("portal-session", id));
     },
@@ -64,7 +72,16 @@ export function addPortalSessionRevoke(router: OperationRouter): void {
     },
     async (c, { body }) => {
       const account = portalSessionAccount(c, body.account);
-      const revoked = await revokeAllPortalSessions(c.get("database"), account);
+      const revoked = await c.get("database").transaction(async (tx) => {
+        const ended = await revokeAllPortalSessions(tx, account);
+        await recordAudit(tx, c.get("principal"), {
+          action: "portal-sessions.revoked",
+          target: account,
+          account,
+          detail: { revoked: ended },
+        });
+        return ended;
+      });
       return c.json({ object: "portal-session-revocation" as const, account, revoked });
     },
   );

@@ -96,6 +96,31 @@ describe("portal sessions: listed and revoked", () => {
     expect((await harness.call("DELETE", "/v3/portal-sessions/ps_nothing", A)).status).toBe(404);
   });
 
+  it("puts every creation and revocation on the account's audit log, naming who did it", async () => {
+    const admin = { account: A.account, admin: true, sub: "ops-admin" };
+    const made = await open(admin, { account: B.account });
+    expect(made.account).toBe(B.account);
+    const one = await harness.call("DELETE", `/v3/portal-sessions/${made.id}?account=${B.account}`, admin);
+    expect(one.status).toBe(200);
+    const all = await harness.call("POST", "/v3/portal-sessions/revoke-all", {
+      ...admin,
+      body: { account: B.account },
+    });
+    expect(all.status).toBe(200);
+    const log = await harness.call("GET", "/v3/audit-log?limit=100", B);
+    const mine = (log.body.data as Array<{ action: string; target: string; actor: { sub: string }; detail: object }>)
+      .filter((entry) => entry.actor.sub === "ops-admin")
+      .map((entry) => [entry.action, entry.target, entry.actor.sub]);
+    expect(mine).toEqual([
+      ["portal-sessions.revoked", B.account, "ops-admin"],
+      ["portal-session.revoked", made.id, "ops-admin"],
+      ["portal-session.created", made.id, "ops-admin"],
+    ]);
+    // Another account's log has none of it.
+    const theirs = await harness.call("GET", "/v3/audit-log?limit=100", A);
+    expect(JSON.stringify(theirs.body.data)).not.toContain(made.id);
+  });
+
   it("refuses a URL sealed before sessions were stored (no row), and a URL whose row is gone", async () => {
     const { token } = await sealPortalSession(harness.hooklane.config.secretKey, {
       account: A.account,
