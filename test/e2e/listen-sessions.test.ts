@@ -7,35 +7,10 @@ import { LATE_TEST_EVENT_SECONDS } from "../../lib/webhook/outbound/webhook-out-
 import { verifyWebhook } from "../../lib/webhook/verify/webhook-verify.ts";
 import { eventually } from "../support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
-import { readListenStream, type ListenStreamReader } from "../support/listen-stream.ts";
+import { listenReport as report, readListenStream, type ListenStreamReader } from "../support/listen-stream.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
 
 const CAROL = { account: "acc_carol" };
-
-/** What the CLI reports for `delivery`: the local receiver answered `status`. */
-function report(delivery: ListenDelivery, status: number, overrides: Record<string, unknown> = {}) {
-  const outcome =
-    status < 300
-      ? { kind: "success", statusCode: status, responseExcerpt: "ok" }
-      : {
-          kind: "failure",
-          errorClass: "http_status",
-          message: `HTTP ${status}`,
-          statusCode: status,
-          responseExcerpt: "boom",
-          gone: status === 410,
-        };
-  return {
-    dispatch: delivery.dispatch,
-    lease: delivery.lease,
-    attempt: delivery.attempt,
-    signature: delivery.signature,
-    started: new Date().toISOString(),
-    durationMs: 3,
-    outcome,
-    ...overrides,
-  };
-}
 
 describe("listen sessions, served in process", () => {
   let harness: Harness;

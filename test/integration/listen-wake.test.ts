@@ -4,10 +4,11 @@ import type { Database } from "../../lib/db/client.ts";
 import { LISTEN_WAKE_CHANNEL } from "../../lib/db/sql/listen-wake.ts";
 import { restartDispatch } from "../../lib/db/sql/restart-dispatches.ts";
 import type { ListenDelivery } from "../../lib/webhook/listen/listen-messages.ts";
-import { LISTEN, listenBreaker } from "../../lib/webhook/listen/listen-session.ts";
-import { serveListenStream } from "../../lib/webhook/listen/listen-stream.ts";
+import { LISTEN } from "../../lib/webhook/listen/listen-session.ts";
+import { listenStreamDeps, serveListenStream } from "../../lib/webhook/listen/listen-stream.ts";
 import { DELIVER_WAKE_CHANNEL } from "../../lib/webhook/transport/postgres/postgres-transport.ts";
 import { HARNESS_START_MS, startHarness, type Harness } from "../support/harness.ts";
+import { listenReport } from "../support/listen-stream.ts";
 import { postgresFactory } from "../support/postgres.ts";
 
 const ALICE = { account: "acc_listen_wake" };
@@ -43,7 +44,7 @@ describe("listen streams wake for their own session only, on PostgreSQL", () => 
     };
     mine = await create("cli-1");
     other = await create("cli-2");
-    const { database, config, logger, secrets, mailer } = harness.hooklane;
+    const { database } = harness.hooklane;
     // The real handle, every statement of the stream counted.
     const counted = new Proxy(database, {
       get(target, key, receiver) {
@@ -53,17 +54,7 @@ describe("listen streams wake for their own session only, on PostgreSQL", () => 
       },
     });
     served = serveListenStream(
-      {
-        database: counted,
-        logger,
-        mailer,
-        breaker: listenBreaker(config.breaker),
-        signing: { brand: config.brand, secrets },
-        retry: { retrySchedule: config.retrySchedule },
-        ttlMs: config.listenTtlMs,
-        maxInFlight: config.caps.perWebhook,
-        onDeleted: () => {},
-      },
+      listenStreamDeps(harness.hooklane, counted, harness.hooklane.logger),
       mine,
       { delivery: async (delivery) => void deliveries.push(delivery), ping: async () => {} },
       closed.signal,
@@ -118,30 +109,11 @@ describe("listen streams wake for their own session only, on PostgreSQL", () => 
     expect(first).toMatchObject({ attempt: 1, event: { type: "payment-debt.created" } });
 
     // The receiver failed: the retry (100 ms later) follows the report, long before the lease would run out.
-    const report = (delivery: ListenDelivery, statusCode: number) => ({
-      dispatch: delivery.dispatch,
-      lease: delivery.lease,
-      attempt: delivery.attempt,
-      signature: delivery.signature,
-      started: new Date().toISOString(),
-      durationMs: 3,
-      outcome:
-        statusCode < 300
-          ? { kind: "success", statusCode, responseExcerpt: "ok" }
-          : {
-              kind: "failure",
-              errorClass: "http_status",
-              message: `HTTP ${statusCode}`,
-              statusCode,
-              responseExcerpt: "boom",
-              gone: false,
-            },
-    });
     const results = (delivery: ListenDelivery, statusCode: number) =>
       harness.call("POST", `/v3/listen-sessions/${mine}/results`, {
         ...ALICE,
         sub: "cli-1",
-        body: { results: [report(delivery, statusCode)] },
+        body: { results: [listenReport(delivery, statusCode)] },
       });
     const failed = await results(first, 500);
     expect(failed.body.recorded, JSON.stringify(failed.body)).toEqual([first.dispatch]);

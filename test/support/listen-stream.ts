@@ -1,3 +1,4 @@
+import type { ListenDelivery } from "../../lib/webhook/listen/listen-messages.ts";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 
 export interface ListenStreamReader {
@@ -29,5 +30,30 @@ export function readListenStream(response: Response): ListenStreamReader {
       }
     },
     close: () => reader.cancel(),
+  };
+}
+
+/** What the CLI reports for `delivery`: the local receiver answered `status`. */
+export function listenReport(delivery: ListenDelivery, status: number, overrides: Record<string, unknown> = {}) {
+  const outcome =
+    status < 300
+      ? { kind: "success", statusCode: status, responseExcerpt: "ok" }
+      : {
+          kind: "failure",
+          errorClass: "http_status",
+          message: `HTTP ${status}`,
+          statusCode: status,
+          responseExcerpt: "boom",
+          gone: status === 410,
+        };
+  return {
+    dispatch: delivery.dispatch,
+    lease: delivery.lease,
+    attempt: delivery.attempt,
+    signature: delivery.signature,
+    started: new Date().toISOString(),
+    durationMs: 3,
+    outcome,
+    ...overrides,
   };
 }

@@ -1,8 +1,8 @@
 import { streamSSE } from "hono/streaming";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { QuotaExceededError } from "../../../lib/api/problem.ts";
-import { findListenSession, listenBreaker } from "../../../lib/webhook/listen/listen-session.ts";
-import { serveListenStream } from "../../../lib/webhook/listen/listen-stream.ts";
+import { findListenSession } from "../../../lib/webhook/listen/listen-session.ts";
+import { listenStreamDeps, serveListenStream } from "../../../lib/webhook/listen/listen-stream.ts";
 import { listenSessionIdParams, presentListenSession } from "./listen-session-schemas.ts";
 
 /**
@@ -41,7 +41,7 @@ export function addListenSessionStream(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const { config, mailer, secrets, subscriptions } = c.get("hooklane");
+      const { config } = c.get("hooklane");
       const database = c.get("database");
       const session = await findListenSession(database, c.get("principal"), params.id);
       // Counted by the session's account: an admin streaming another account's session uses that account's share.
@@ -63,17 +63,7 @@ export function addListenSessionStream(router: OperationRouter): void {
         try {
           await stream.writeSSE({ event: "ready", data: JSON.stringify(presentListenSession(session)) });
           const ended = await serveListenStream(
-            {
-              database,
-              logger: c.get("log"),
-              mailer,
-              breaker: listenBreaker(config.breaker),
-              signing: { brand: config.brand, secrets },
-              retry: { retrySchedule: config.retrySchedule },
-              ttlMs: config.listenTtlMs,
-              maxInFlight: config.caps.perWebhook,
-              onDeleted: () => subscriptions.invalidate(),
-            },
+            listenStreamDeps(c.get("hooklane"), database, c.get("log")),
             session.id,
             {
               delivery: (delivery) => stream.writeSSE({ event: "delivery", data: JSON.stringify(delivery) }),

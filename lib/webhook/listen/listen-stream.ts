@@ -11,7 +11,8 @@ import { signAttempt, type RetryDeps, type SigningDeps } from "../outbound/webho
 import { LANE_BACKOFF } from "../outbound/webhook-retry-policy.ts";
 import { LaneSignal } from "../transport/postgres/lane-signal.ts";
 import type { ListenDelivery } from "./listen-messages.ts";
-import { LISTEN, listenWorkerPrefix } from "./listen-session.ts";
+import type { Hooklane } from "../../hooklane.ts";
+import { LISTEN, listenBreaker, listenWorkerPrefix } from "./listen-session.ts";
 
 export interface ListenStreamDeps extends RecordDeps {
   signing: SigningDeps;
@@ -22,6 +23,26 @@ export interface ListenStreamDeps extends RecordDeps {
   maxInFlight: number;
   /** Told when this process deleted an expired session (the subscribed-set cache). */
   onDeleted(): void;
+}
+
+/** A stream's dependencies as the product's services give them, on `database` (the request's) and `logger`. */
+export function listenStreamDeps(
+  hooklane: Pick<Hooklane, "config" | "mailer" | "secrets" | "subscriptions">,
+  database: Database,
+  logger: Logger,
+): ListenStreamDeps {
+  const { config, mailer, secrets, subscriptions } = hooklane;
+  return {
+    database,
+    logger,
+    mailer,
+    breaker: listenBreaker(config.breaker),
+    signing: { brand: config.brand, secrets },
+    retry: { retrySchedule: config.retrySchedule },
+    ttlMs: config.listenTtlMs,
+    maxInFlight: config.caps.perWebhook,
+    onDeleted: () => subscriptions.invalidate(),
+  };
 }
 
 /** Where a stream's messages go: the open connection to the CLI. */
