@@ -5,8 +5,9 @@
 // declined, or refused); 2 usage or runtime error.
 import { createInterface } from "node:readline/promises";
 import { parseArgs } from "node:util";
-import { ConfigError, config, type Config } from "../lib/config/env.ts";
+import { ConfigError, databaseConfig, type DatabaseConfig } from "../lib/config/env.ts";
 import { openDatabase, type Database } from "../lib/db/client.ts";
+import { SchemaBehindError } from "../lib/db/migrations.ts";
 import {
   applyCatalogueSync,
   blockedDeprecations,
@@ -32,16 +33,18 @@ const flags = parseFlags();
 
 let opened: Database | undefined;
 try {
-  const settings = config();
+  const settings = databaseConfig();
   opened = await openDatabase({
     ...(settings.databaseUrl ? { databaseUrl: settings.databaseUrl } : {}),
     driver: settings.databaseDriver,
     pgliteDataDir: settings.pgliteDataDir,
     applicationName: "hooklane-catalogue-sync",
+    // A dry run changes nothing, the schema included: a database behind the migrations is refused, not migrated.
+    schema: flags.dryRun ? "verify" : "apply",
   });
   process.exitCode = await sync(opened, describeTarget(settings), flags);
 } catch (error) {
-  console.error(error instanceof ConfigError ? error.message : error);
+  console.error(error instanceof ConfigError || error instanceof SchemaBehindError ? error.message : error);
   process.exitCode = 2;
 } finally {
   await opened?.close();
@@ -127,7 +130,7 @@ async function confirm(question: string): Promise<boolean> {
 }
 
 /** Where the sync writes, without credentials: ops must see which environment they are about to change. */
-function describeTarget(settings: Config): string {
+function describeTarget(settings: DatabaseConfig): string {
   if (!settings.databaseUrl) return `embedded PGlite in ${settings.pgliteDataDir}`;
   const url = new URL(settings.databaseUrl);
   return `PostgreSQL ${url.host}${url.pathname}`;

@@ -1,11 +1,11 @@
-import { ConfigError, config } from "../lib/config/env.ts";
+import { ConfigError, databaseConfig } from "../lib/config/env.ts";
 import { openDatabase } from "../lib/db/client.ts";
 
 // `npm run db:migrate`: applies pending migrations and exits — over DATABASE_URL_UNPOOLED when set (the direct
 // connection: a pooler in transaction mode is no place for a migration), else DATABASE_URL, else the embedded
 // database. Self-hosted processes also migrate on start; Vercel functions only check, so a Vercel build runs this.
 try {
-  const settings = config();
+  const settings = databaseConfig();
   const database = await openDatabase({
     ...(settings.migrationDatabaseUrl ? { databaseUrl: settings.migrationDatabaseUrl } : {}),
     driver: settings.databaseDriver,

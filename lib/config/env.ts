@@ -193,8 +193,25 @@ function platformRules(env: z.output<typeof envVariables>, ctx: z.RefinementCtx)
     /** A deployment reachable from the internet: production rules, whatever NODE_ENV says. */
     deployed,
     queueDriver,
+  };
+}
+
+const databaseVariables = envVariables.pick({
+  DATABASE_URL: true,
+  DATABASE_URL_UNPOOLED: true,
+  DATABASE_DRIVER: true,
+  PGLITE_DATA_DIR: true,
+});
+
+/** Where the database is and how to speak to it: the part of the configuration an operator script needs. */
+function databaseSettings(env: z.output<typeof databaseVariables>) {
+  return {
+    databaseUrl: env.DATABASE_URL,
     /** Where migrations run: the direct URL, not the pooler. */
     migrationDatabaseUrl: env.DATABASE_URL_UNPOOLED ?? env.DATABASE_URL,
+    databaseDriver:
+      env.DATABASE_DRIVER ?? (env.DATABASE_URL && /\.neon\.tech[:/]/.test(env.DATABASE_URL) ? "neon" : "pg"),
+    pgliteDataDir: env.PGLITE_DATA_DIR,
   };
 }
 
@@ -280,14 +297,10 @@ const schema = envVariables.transform((env, ctx) => {
       maxConnections: env.HTTP_MAX_CONNECTIONS,
     },
     port: env.PORT,
-    databaseUrl: env.DATABASE_URL,
-    databaseDriver:
-      env.DATABASE_DRIVER ?? (env.DATABASE_URL && /\.neon\.tech[:/]/.test(env.DATABASE_URL) ? "neon" : "pg"),
-    pgliteDataDir: env.PGLITE_DATA_DIR,
+    ...databaseSettings(env),
     publishEnabled: env.ENABLE_API_EVENT_QUEUE,
     queueDriver: platform.queueDriver,
     onVercel: platform.onVercel,
-    migrationDatabaseUrl: platform.migrationDatabaseUrl,
     cronSecret: env.CRON_SECRET,
     retrySchedule: env.WEBHOOK_RETRY_SCHEDULE,
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
@@ -370,6 +383,24 @@ export class ConfigError extends Error {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const parsed = schema.safeParse(env);
   if (parsed.success) return parsed.data;
+  const lines = parsed.error.issues.map((issue) => `  ${issue.path.join(".") || "env"}: ${issue.message}`);
+  throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+}
+
+export type DatabaseConfig = ReturnType<typeof databaseSettings>;
+
+/**
+ * Only the database's variables (`DATABASE_URL`, `DATABASE_URL_UNPOOLED`,
+ * `DATABASE_DRIVER`, `PGLITE_DATA_DIR`), from the environment and a `.env`
+ * file as `config()` reads them: what `db:migrate` and `catalogue:sync`
+ * need, so an operator runs them with the database URL alone, never the
+ * server's secrets. Throws ConfigError naming a malformed one.
+ */
+export function databaseConfig(
+  env: Record<string, string | undefined> = { ...readDotEnv(".env"), ...process.env },
+): DatabaseConfig {
+  const parsed = databaseVariables.safeParse(env);
+  if (parsed.success) return databaseSettings(parsed.data);
   const lines = parsed.error.issues.map((issue) => `  ${issue.path.join(".") || "env"}: ${issue.message}`);
   throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
 }

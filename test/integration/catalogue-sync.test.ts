@@ -28,9 +28,11 @@ describe("npm run catalogue:sync on PostgreSQL", () => {
     for (const step of cleanup.splice(0).reverse()) await step();
   });
 
+  /** A new database, migrated as `npm run db:migrate` leaves it: a dry run never migrates one itself. */
   async function freshDatabase(): Promise<string> {
     const created = await createTestDatabase();
     cleanup.push(created.drop);
+    await (await openDatabase({ databaseUrl: created.url, poolMax: 1 })).close();
     return created.url;
   }
 
