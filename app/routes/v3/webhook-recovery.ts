@@ -74,7 +74,8 @@ export function addWebhookRecovery(router: OperationRouter): void {
         });
         return started!;
       });
-      await wakeSweepers(database);
+      // Self-hosted sweepers start it now; Vercel's runs on its cron, and nobody listens there.
+      if (c.get("hooklane").transport.name === "postgres") await wakeSweepers(database);
       return c.json(presentRecovery(row, { delivered: 0, failed: 0 }), 202);
     },
   );

@@ -9,15 +9,17 @@ export const ROUTE_WAKE_CHANNEL = "hooklane_route";
 
 /**
  * Enqueues a route message and, in the same statement, notifies listening
- * workers (inside a transaction the NOTIFY is delivered at commit). A job
- * with `notBeforeMs` is left alone by consumers until then. With `owner` (a
- * catalogue owner strategy) the statement reads the resource's owner and
- * stores it in the message as `account`. Returns the job's id and that account.
+ * workers (inside a transaction the NOTIFY is delivered at commit) unless
+ * `wake` is false (the Vercel outbox: nobody listens, and a NOTIFY serialises
+ * commits). A job with `notBeforeMs` is left alone by consumers until then.
+ * With `owner` (a catalogue owner strategy) the statement reads the
+ * resource's owner and stores it in the message as `account`. Returns the
+ * job's id and that account.
  */
 export async function enqueueRouteJob(
   database: Database,
   message: unknown,
-  options: { notBeforeMs?: number; owner?: OwnerStrategy } = {},
+  options: { notBeforeMs?: number; owner?: OwnerStrategy; wake?: boolean } = {},
 ): Promise<{ id: number; account: string | null }> {
   const stored = routeMessageValues(message);
   const [row] = await database.rows<{ id: number | string; account: string | null }>(sql`
@@ -27,7 +29,7 @@ export async function enqueueRouteJob(
       from (${storedRouteMessage(stored.message, options.owner, stored.resourceId)}) stored
       returning id, message ->> 'account' as account
     )
-    select id, account, pg_notify(${ROUTE_WAKE_CHANNEL}, '') from job
+    select id, account${options.wake === false ? sql`` : sql`, pg_notify(${ROUTE_WAKE_CHANNEL}, '')`} from job
   `);
   return { id: Number(row!.id), account: row!.account };
 }

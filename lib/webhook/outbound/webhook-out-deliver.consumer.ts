@@ -26,6 +26,8 @@ export interface RecordDeps {
   mailer?: Mailer | undefined;
   /** This process's lane metrics; none where nothing scrapes them (Vercel) or with METRICS_ENABLED=false. */
   metrics?: LaneMetrics | undefined;
+  /** False where no sweeper listens for a wake-up (Vercel's runs on a cron): nothing is NOTIFY'd for it. */
+  sweepersListen?: boolean;
 }
 
 /** What the deliver stage needs besides the attempt itself, whichever transport carries it. */
@@ -88,7 +90,9 @@ export async function recordResults(
   const opened = await recordIsolated(deps, workerId, results);
   deps.metrics?.attemptsRecorded(results);
   deps.metrics?.breakersOpened(opened.length);
-  if (results.some((r) => r.gone)) await applyAttemptConsequences(deps.database, results, deps.logger);
+  if (results.some((r) => r.gone)) {
+    await applyAttemptConsequences(deps.database, results, deps.logger, deps.sweepersListen !== false);
+  }
   logOutcomes(deps.logger, results, opened);
 }
 

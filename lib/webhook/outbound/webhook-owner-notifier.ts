@@ -7,14 +7,16 @@ import type { AttemptResult } from "./webhook-out-deliver.handler.ts";
 
 /**
  * Applies what a batch of attempts means beyond the ledger: a `410 Gone`
- * disables its webhook and tells its owner (mailed at once by the sweeper,
- * which is woken for it). Exhausted dispatches need nothing here: their
- * notifications are written with the attempt record (`recordAttempts`).
+ * disables its webhook and tells its owner (mailed by the sweeper: at once
+ * when `wake`, else at its next run). Exhausted dispatches need nothing
+ * here: their notifications are written with the attempt record
+ * (`recordAttempts`).
  */
 export async function applyAttemptConsequences(
   database: Database,
   results: readonly AttemptResult[],
   logger: Logger,
+  wake: boolean,
 ): Promise<void> {
   let disabled = 0;
   for (const result of results) {
@@ -36,7 +38,7 @@ export async function applyAttemptConsequences(
       disabled++;
     });
   }
-  if (disabled > 0) await wakeSweepers(database);
+  if (disabled > 0 && wake) await wakeSweepers(database);
 }
 
 /**

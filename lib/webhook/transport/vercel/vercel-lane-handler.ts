@@ -72,7 +72,14 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
   const { database, transport } = deps;
   const logger = deps.logger.child({ component: "lane" });
   const now = deps.now ?? Date.now;
-  const consumer = { database, deliver: deps.deliver, logger, breaker: deps.breaker, mailer: deps.mailer };
+  const consumer = {
+    database,
+    deliver: deps.deliver,
+    logger,
+    breaker: deps.breaker,
+    mailer: deps.mailer,
+    sweepersListen: false,
+  };
 
   async function consumeRoute(message: unknown, metadata: MessageMetadata): Promise<void> {
     const outcome = await consumeRouteMessage({ database, transport, logger }, message, metadata.deliveryCount);

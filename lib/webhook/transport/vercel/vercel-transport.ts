@@ -159,7 +159,7 @@ export function createVercelTransport(
     routesAtCommit: false,
     async enqueueRoute(tx, message: RouteMessage, owner) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
-      const job = await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs, owner });
+      const job = await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs, owner, wake: false });
       // The forward sends what the outbox holds: the owner read in the transaction travels with it.
       return { message: owner === undefined ? message : { ...message, account: job.account }, jobId: job.id };
     },
