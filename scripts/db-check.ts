@@ -4,11 +4,13 @@ import { openDatabase } from "../lib/db/client.ts";
 import { functionDrift } from "../lib/db/function-drift.ts";
 import { unshippedSources } from "../lib/db/function-sources.ts";
 import { drizzleGenerateArgs } from "./drizzle-kit.ts";
+import { contractProblems } from "./migration-contract-check.ts";
 
 // `npm run db:check`: fails when the database's definition and its sources disagree.
 //   1. lib/db/schema.ts and the committed migrations (drizzle-kit generates into a scratch copy: a new file is drift).
 //   2. lib/db/functions/ and lib/db/table-settings.sql and the committed migrations (a source changed with no
-//      migration made from it).
+//      migration made from it); and no migration after the baseline takes away what the release before it still
+//      uses (scripts/migration-contract-check.ts).
 //   3. A migrated database and the sources: every function installed as its file defines it, one signature each, no
 //      function without a file, every trigger there, every source called by some product code, the storage
 //      settings applied. The database is DATABASE_URL's when set (checking a live one: it is read, never changed),
@@ -34,6 +36,8 @@ try {
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
+
+problems.push(...contractProblems(process.cwd()));
 
 for (const source of unshippedSources()) {
   problems.push(`${source} changed with no migration: run \`npm run db:generate -- --name <what-changed>\``);

@@ -1,0 +1,55 @@
+/**
+ * Migrations only add: a deployment still serving (or an Instant Rollback,
+ * or a queue message pinned to the deployment that sent it) runs the
+ * previous release's code against the new schema. Taking something away is
+ * the contract half of expand/contract: allowed only once no code of the
+ * release before still names it. These are what a migration takes away.
+ */
+export interface Contraction {
+  kind: "function" | "table" | "column" | "index" | "constraint";
+  /** The object's name as code would spell it: unquoted, without its schema. */
+  name: string;
+  /** The statement's first line, for the message. */
+  statement: string;
+}
+
+const PATTERNS: Array<[Contraction["kind"], RegExp]> = [
+  ["function", /\bDROP\s+FUNCTION\s+(?:IF\s+EXISTS\s+)?([\w".]+)/gi],
+  ["table", /\bDROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?([\w".]+)/gi],
+  ["column", /\bDROP\s+COLUMN\s+(?:IF\s+EXISTS\s+)?([\w"]+)/gi],
+  ["column", /\bRENAME\s+COLUMN\s+([\w"]+)\s+TO\b/gi],
+  ["column", /\bALTER\s+COLUMN\s+([\w"]+)\s+(?:SET\s+DATA\s+)?TYPE\b/gi],
+  ["table", /\bALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?([\w".]+)\s+RENAME\s+TO\b/gi],
+  ["index", /\bDROP\s+INDEX\s+(?:CONCURRENTLY\s+)?(?:IF\s+EXISTS\s+)?([\w".]+)/gi],
+  ["constraint", /\bDROP\s+CONSTRAINT\s+(?:IF\s+EXISTS\s+)?([\w"]+)/gi],
+];
+
+/** What the migration `sql` takes away, in the order written; comments are not read. */
+export function contractions(sql: string): Contraction[] {
+  const code = sql.replace(/--[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
+  const found: Array<Contraction & { at: number }> = [];
+  for (const [kind, pattern] of PATTERNS) {
+    for (const match of code.matchAll(pattern)) {
+      const name = match[1]!.replaceAll('"', "").split(".").at(-1)!;
+      const lineStart = code.lastIndexOf("\n", match.index) + 1;
+      const lineEnd = code.indexOf("\n", match.index);
+      const statement = code.slice(lineStart, lineEnd === -1 ? undefined : lineEnd).trim();
+      found.push({ kind, name, statement, at: match.index });
+    }
+  }
+  return found.sort((a, b) => a.at - b.at).map(({ at: _at, ...contraction }) => contraction);
+}
+
+/**
+ * The product code of a release that names `name`: paths, given every path
+ * of that release that holds the word. Tests, docs, migrations and a
+ * function's own source file are not callers.
+ */
+export function callersAmong(paths: readonly string[], contraction: Contraction): string[] {
+  return paths.filter(
+    (path) =>
+      /^(lib|app|api|scripts)\//.test(path) &&
+      !/\.test\.ts$/.test(path) &&
+      !(contraction.kind === "function" && path === `lib/db/functions/${contraction.name}.sql`),
+  );
+}
