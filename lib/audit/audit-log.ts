@@ -53,7 +53,15 @@ export async function recordAudit(
   entry: { action: AuditAction; target: string; account: string | null; detail?: Record<string, unknown> },
 ): Promise<void> {
   if (READS.has(entry.action) && !principal.support) return;
-  await database.db.insert(auditLog).values({
+  await database.db.insert(auditLog).values(auditRow(principal, entry));
+}
+
+/** The row of one entry: who (`principal`) did what to what. */
+function auditRow(
+  principal: Principal,
+  entry: { action: AuditAction; target: string; account: string | null; detail?: Record<string, unknown> },
+) {
+  return {
     account: entry.account,
     actorSub: principal.sub,
     actorAccount: principal.account,
@@ -61,7 +69,7 @@ export async function recordAudit(
     action: entry.action,
     target: entry.target,
     detail: entry.detail ?? {},
-  });
+  };
 }
 
 /**
@@ -83,15 +91,11 @@ export async function recordListRead(
     if (account !== principal.account) shown.set(account, (shown.get(account) ?? 0) + 1);
   }
   if (shown.size === 0) return;
-  await database.db.insert(auditLog).values(
-    [...shown].map(([account, rows]) => ({
-      account,
-      actorSub: principal.sub,
-      actorAccount: principal.account,
-      actorRole: roleOf(principal) ?? null,
-      action: entry.action,
-      target: entry.target,
-      detail: { ...entry.detail, rows },
-    })),
-  );
+  await database.db
+    .insert(auditLog)
+    .values(
+      [...shown].map(([account, rows]) =>
+        auditRow(principal, { ...entry, account, detail: { ...entry.detail, rows } }),
+      ),
+    );
 }

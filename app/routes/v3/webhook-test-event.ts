@@ -1,10 +1,9 @@
 import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { afterCommit } from "../../../lib/api/handler.ts";
-import { sql } from "drizzle-orm";
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { TEST_EVENT_TYPE, TEST_MODES, webhookDispatch, webhookDispatchOpen } from "../../../lib/db/schema.ts";
-import { LISTEN_WAKE_CHANNEL } from "../../../lib/db/sql/listen-wake.ts";
+import { notifyListenSession } from "../../../lib/db/sql/listen-wake.ts";
 import { buildEventBody, newEventId } from "../../../lib/webhook/outbound/webhook-event-body.ts";
 import { LATE_TEST_EVENT_SECONDS } from "../../../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
@@ -79,7 +78,7 @@ export function addWebhookTestEvent(router: OperationRouter): void {
         await tx.db
           .insert(webhookDispatchOpen)
           .values({ dispatchId: sent!.id, webhookId: hook.id, nextAttemptAt: sent!.nextAttemptAt });
-        if (hook.status === "listening") await tx.rows(sql`select pg_notify(${LISTEN_WAKE_CHANNEL}, ${hook.id})`);
+        if (hook.status === "listening") await notifyListenSession(tx, hook.id);
         await recordAudit(tx, c.get("principal"), {
           action: "webhook.test-sent",
           target: hook.id,

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
-import { LISTEN_WAKE_CHANNEL } from "../../db/sql/listen-wake.ts";
+import { notifyListenSession } from "../../db/sql/listen-wake.ts";
 import { recordResults, type RecordDeps } from "../outbound/webhook-out-deliver.consumer.ts";
 import { attemptResult, type AttemptResult, type RetryDeps } from "../outbound/webhook-out-deliver.handler.ts";
 import type { ListenReport } from "./listen-messages.ts";
@@ -63,7 +63,7 @@ export async function recordListenReports(
   }
   for (const [lease, results] of byLease) await recordResults(deps, lease, results);
   // A slot is free and a retry may be due: the session's streams look again.
-  if (recorded.size > 0) await deps.database.rows(sql`select pg_notify(${LISTEN_WAKE_CHANNEL}, ${webhookId})`);
+  if (recorded.size > 0) await notifyListenSession(deps.database, webhookId);
   return { recorded: [...recorded], stale };
 }
 
