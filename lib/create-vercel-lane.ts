@@ -42,7 +42,7 @@ export function createVercelLane(
         workerId,
         budgetMs: run.budgetMs ?? sweepBudgetMs(getDeadline(), clock()),
         clock,
-        phases: vercelSweepPhases({ database, transport, workerId }),
+        phases: vercelSweepPhases({ database, transport, workerId, clock }),
       });
     },
   };

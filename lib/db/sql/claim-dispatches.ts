@@ -134,6 +134,23 @@ export async function forgetInFlight(database: Database, workerId: string): Prom
 }
 
 /**
+ * Writes this worker's row of the in-flight book as waiting at `webhookId`
+ * for `ms`, with nothing in flight: a worker about to take the webhook's next
+ * dispatch once its rate token is in. It counts against no cap; a message
+ * held back meanwhile for that webhook is left to it. The worker's next claim
+ * replaces or deletes the row.
+ */
+export async function markWaiting(database: Database, workerId: string, webhookId: string, ms: number): Promise<void> {
+  await database.rows(sql`
+    insert into webhook_lane_in_flight as b (worker, until, by_webhook, by_origin, by_account)
+    values (${workerId}, now() + ${Math.ceil(ms)} * interval '1 millisecond',
+      jsonb_build_object(${webhookId}::text, 0), '{}', '{}')
+    on conflict (worker) do update
+    set until = excluded.until, by_webhook = excluded.by_webhook, by_origin = '{}', by_account = '{}'
+  `);
+}
+
+/**
  * Deletes the in-flight book rows whose workers stopped renewing them over a
  * minute ago (their leases ran out as long): they no longer count, and every
  * claim would read past them. Rows another statement holds are left for later.

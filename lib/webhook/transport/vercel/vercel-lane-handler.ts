@@ -1,10 +1,21 @@
 import type { MessageMetadata, RetryDirective } from "@vercel/queue";
 import { backoffMs } from "../../../backoff.ts";
 import type { Database } from "../../../db/client.ts";
-import { claimDispatches, forgetInFlight, type InFlightCaps } from "../../../db/sql/claim-dispatches.ts";
+import {
+  claimDispatches,
+  forgetInFlight,
+  markWaiting,
+  type ClaimedDispatch,
+  type InFlightCaps,
+} from "../../../db/sql/claim-dispatches.ts";
 import { recordPoisonMessage } from "../../../db/sql/poison-messages.ts";
 import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
-import { clearDispatchesQueued, dispatchState } from "../../../db/sql/queued-dispatches.ts";
+import {
+  carryDispatch,
+  clearDispatchesQueued,
+  dispatchState,
+  nextDueDispatch,
+} from "../../../db/sql/queued-dispatches.ts";
 import type { Logger } from "../../../log/logger.ts";
 import type { Mailer } from "../../../mail/smtp-mailer.ts";
 import { randomBase64url } from "../../../random-id.ts";
@@ -19,8 +30,13 @@ import {
 } from "../../outbound/webhook-out-queue-registrations.ts";
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
 import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
-import { LANE_QUEUE, lookAgainPlan, type VercelLaneTimings } from "./vercel-queue-limits.ts";
-import type { VercelTransport } from "./vercel-transport.ts";
+import { HELD_LOOK_AGAIN, LANE_QUEUE, lookAgainPlan, type VercelLaneTimings } from "./vercel-queue-limits.ts";
+import { DELIVER_MESSAGE_GRACE_MS, type VercelTransport } from "./vercel-transport.ts";
+
+/** A lease with no longer than this left is waited for; a longer one's holder records its dispatch and sends what follows. */
+const SHORT_LEASE_MS = 5_000;
+/** The longest an invocation waits for its webhook's next rate token before taking the next attempt itself. */
+const RATE_WAIT_MS = 1_000;
 
 /** Handle the same message again later: it came early, a cap held it back, or its route failed. */
 class LookAgainError extends Error {
@@ -45,6 +61,8 @@ export interface VercelLaneDeps {
   mailer?: Mailer | undefined;
   /** The clock a message's expiry is judged by (the emulator's, in tests). */
   now?: () => number;
+  /** Jitter's source (tests pin it). */
+  random?: () => number;
 }
 
 /**
@@ -87,6 +105,8 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
   }
 
   async function consumeDeliver(raw: unknown, metadata: MessageMetadata): Promise<void> {
+    // The function's own clock, not the queue's: it bounds how long this invocation goes on.
+    const started = Date.now();
     const parsed = deliverMessageSchema.safeParse(raw);
     if (!parsed.success) {
       await recordPoisonMessage(database, DELIVER_TOPIC, raw, parsed.error.message);
@@ -96,29 +116,82 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     // One invocation, one worker: a message the queue hands out twice at once must not share a row of the
     // in-flight book (the second, taking nothing, would delete the first's).
     const workerId = `vercel/${metadata.messageId}/${randomBase64url(6)}`;
-    const claim = await claimDispatches(database, {
+    const claim = await claimOne(workerId, message.dispatchId);
+    const [dispatch] = claim.dispatches;
+    if (!dispatch) return settleUnclaimed(message, claim.waitMs, metadata);
+    await deliverInTurn(workerId, dispatch, started);
+  }
+
+  const claimOne = (workerId: string, dispatchId: string) =>
+    claimDispatches(database, {
       workerId,
       limit: 1,
       leaseMs: deps.timings.leaseMs,
       caps: deps.caps,
-      onlyId: message.dispatchId,
+      onlyId: dispatchId,
     });
-    const [dispatch] = claim.dispatches;
-    if (!dispatch) return settleUnclaimed(message, claim.waitMs, metadata);
-    const result = await attemptClaimed(consumer, dispatch);
-    await recordResults(consumer, workerId, [result]);
-    // Its one attempt is over: out of the in-flight book now rather than when its lease runs out.
-    await forgetInFlight(database, workerId);
-    // Sent after the record, for the row as recorded: it cannot arrive before the row is due.
-    if (result.status === "error" && result.retryInMs !== null) await transport.sendDeliver([dispatch.id]);
+
+  /**
+   * Attempts the dispatch, then the webhook's next due ones in turn while the
+   * function has time for another attempt: the messages held back meanwhile
+   * for this webhook's caps were acknowledged, and this invocation takes
+   * their dispatches instead. Out of time, it hands the next one on in a
+   * fresh message. It stops where its webhook's breaker opened or others
+   * hold the webhook's slots (they go on in turn); a rate limit's next token
+   * within a second is waited for.
+   */
+  async function deliverInTurn(workerId: string, first: ClaimedDispatch, started: number): Promise<void> {
+    let dispatch: ClaimedDispatch | undefined = first;
+    while (dispatch) {
+      const result = await attemptClaimed(consumer, dispatch);
+      await recordResults(consumer, workerId, [result]);
+      // Sent after the record, for the row as recorded: it cannot arrive before the row is due.
+      if (result.status === "error" && result.retryInMs !== null) await transport.sendDeliver([dispatch.id]);
+      dispatch = await nextInTurn(workerId, dispatch.webhookId, started);
+    }
+  }
+
+  /** The webhook's next due dispatch, claimed, when this invocation is to take it; it leaves no book row otherwise. */
+  async function nextInTurn(
+    workerId: string,
+    webhookId: string,
+    started: number,
+  ): Promise<ClaimedDispatch | undefined> {
+    for (;;) {
+      // Out of the in-flight book before looking: a message held meanwhile for this webhook either saw this
+      // worker there, and its dispatch is then among those looked at here, or did not, and looks again itself.
+      await forgetInFlight(database, workerId);
+      const nextId = await nextDueDispatch(database, webhookId);
+      if (!nextId) return undefined;
+      if (Date.now() - started > deps.timings.continueWithinMs) {
+        await transport.handOver([nextId]);
+        return undefined;
+      }
+      const claim = await claimOne(workerId, nextId);
+      if (claim.dispatches[0]) return claim.dispatches[0];
+      const state = await dispatchState(database, nextId);
+      // Others at this webhook take it in turn; an open breaker waits for the sweep's probe.
+      if (!state || state.webhookWorkers > 0 || state.breakerLeftMs > 0 || state.leaseLeftMs > 0) return undefined;
+      const waitMs = claim.waitMs ?? Infinity;
+      // Held by an origin's or an account's cap, or a token too far off: its own message looks again.
+      if (waitMs > RATE_WAIT_MS || Date.now() + waitMs - started > deps.timings.continueWithinMs) return undefined;
+      await markWaiting(database, workerId, webhookId, waitMs + RATE_WAIT_MS);
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
   }
 
   /**
-   * Acknowledges a message that is spent (its dispatch is finished or its
-   * attempt was made) or whose webhook is paused; otherwise looks again when
-   * the row falls due, a lease on it ends, or a cap, a rate limit or an open
-   * circuit breaker lets it through — in hops no longer than the service
-   * allows, and from a fresh message when this one would expire first.
+   * Settles a message whose dispatch could not be claimed, so that waiting
+   * costs next to nothing: acknowledged when the dispatch is spent (finished,
+   * or its attempt made), its webhook paused, a live lease holds it (its
+   * holder records it and sends what follows), its webhook's breaker is open
+   * (the sweep sends one probe when it lets one through, and a probe that
+   * succeeds hands the rest on), or an invocation at its webhook takes it
+   * next. Otherwise it looks again when the dispatch falls due, a short lease
+   * ends, or — held by a cap elsewhere or a rate limit — when its turn should
+   * come, never sooner than a floor and with jitter; the sweep leaves a
+   * dispatch alone while its message waits. Hops are no longer than the
+   * service allows, and a message that would expire first is replaced.
    */
   async function settleUnclaimed(message: DeliverMessage, waitMs: number | null, metadata: MessageMetadata) {
     const state = await dispatchState(database, message.dispatchId);
@@ -130,9 +203,29 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
       await clearDispatchesQueued(database, [state.id]);
       return;
     }
-    const wait = Math.max(state.dueInMs, state.leaseLeftMs, waitMs ?? 0);
-    const plan = lookAgainPlan(wait, metadata, now());
-    if ("afterSeconds" in plan) throw new LookAgainError(plan.afterSeconds, `dispatch ${state.id} held back`);
+    let lookAgainMs: number;
+    if (state.dueInMs > 0 || (state.leaseLeftMs > 0 && state.leaseLeftMs <= SHORT_LEASE_MS)) {
+      lookAgainMs = Math.max(state.dueInMs, state.leaseLeftMs);
+    } else if (state.leaseLeftMs > 0) {
+      return;
+    } else if (state.breakerLeftMs > 0) {
+      await clearDispatchesQueued(database, [state.id]);
+      return;
+    } else if (state.webhookWorkers > 0) {
+      await carryDispatch(database, state.id, DELIVER_MESSAGE_GRACE_MS);
+      return;
+    } else {
+      const turnMs = state.rateLimit ? ((state.ahead + 1) / state.rateLimit) * 1_000 : HELD_LOOK_AGAIN.capMs;
+      const random = deps.random ?? Math.random;
+      lookAgainMs = Math.max(HELD_LOOK_AGAIN.floorMs, waitMs ?? 0, turnMs) * (1 + random() * HELD_LOOK_AGAIN.jitter);
+    }
+    const plan = lookAgainPlan(lookAgainMs, metadata, now());
+    if ("afterSeconds" in plan) {
+      // Carried by this message until it is back, and the grace after: the sweep sends no other meanwhile.
+      if (state.dueInMs <= 0)
+        await carryDispatch(database, state.id, plan.afterSeconds * 1_000 + DELIVER_MESSAGE_GRACE_MS);
+      throw new LookAgainError(plan.afterSeconds, `dispatch ${state.id} held back`);
+    }
     const unsent = await transport.sendDeliverMessages([state], { fresh: true });
     // Not taken: this message stays, backing off like any other failure.
     if (unsent.length > 0) throw new Error(`dispatch ${state.id}: the queue refused its fresh message`);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../../config/env.ts";
 import {
   deliverDelaySeconds,
+  LANE_ATTEMPT_OVERHEAD_MS,
   LANE_QUEUE,
   lookAgainPlan,
   sweepBudgetMs,
@@ -67,6 +68,7 @@ describe("vercelLaneTimings", () => {
     expect(vercelLaneTimings({ timeoutMs: 10_000 })).toEqual({
       visibilitySeconds: VERCEL_FUNCTIONS.lane.maxDurationSeconds,
       leaseMs: VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000,
+      continueWithinMs: VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000 - 10_000 - LANE_ATTEMPT_OVERHEAD_MS,
     });
   });
 

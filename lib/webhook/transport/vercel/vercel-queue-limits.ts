@@ -98,6 +98,14 @@ export function lookAgainPlan(
     : { replace: true };
 }
 
+/**
+ * How a message held back by a cap or a rate limit with no invocation at its
+ * webhook to take it next looks again: never sooner than `floorMs`, when its
+ * turn should come, stretched by up to `jitter` so held messages do not come
+ * back together.
+ */
+export const HELD_LOOK_AGAIN = { floorMs: 2_000, capMs: 5_000, jitter: 0.5 } as const;
+
 /** Room the lane keeps, beside the subscriber's deadline, to claim, record and send the retry. */
 export const LANE_ATTEMPT_OVERHEAD_MS = 15_000;
 
@@ -107,6 +115,12 @@ export interface VercelLaneTimings {
   visibilitySeconds: number;
   /** The database lease on the dispatch a message names. */
   leaseMs: number;
+  /**
+   * How long after it starts an invocation may still take another attempt of
+   * the same webhook: the function's maxDuration less the delivery deadline
+   * and the room to claim and record it.
+   */
+  continueWithinMs: number;
 }
 
 /**
@@ -133,7 +147,11 @@ export function vercelLaneTimings(config: { timeoutMs: number }): VercelLaneTimi
       `the lane's maxDuration (${visibilitySeconds} s) is outside the visibility range ${min}–${max} s`,
     );
   }
-  return { visibilitySeconds, leaseMs: visibilitySeconds * 1_000 };
+  return {
+    visibilitySeconds,
+    leaseMs: visibilitySeconds * 1_000,
+    continueWithinMs: maxDurationMs - config.timeoutMs - LANE_ATTEMPT_OVERHEAD_MS,
+  };
 }
 
 /** The sweeper's time budget: its maxDuration less a margin to answer, or less when the invocation's deadline is nearer. */

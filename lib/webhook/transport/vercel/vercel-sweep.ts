@@ -22,6 +22,8 @@ export function vercelSweepPhases(deps: {
   database: Database;
   transport: VercelTransport;
   workerId: string;
+  /** The sweep's clock, which names its grace window. */
+  clock: () => number;
 }): SweepPhase[] {
   const { database, transport } = deps;
   return [
@@ -43,8 +45,10 @@ export function vercelSweepPhases(deps: {
       name: "stranded",
       async step() {
         const stranded = await takeStrandedDispatches(database, { limit: STEP, withinMs: DELIVER_MESSAGE_GRACE_MS });
-        // Fresh keys: the message that went missing may still sit in the queue's deduplication window.
-        const unsent = await transport.sendDeliverMessages(stranded, { fresh: true });
+        // Keyed by the grace window: the message that went missing may still sit in the queue's deduplication
+        // window, and sweeps that overlap, or follow each other within the window, send one between them.
+        const window = `sweep-${Math.floor(deps.clock() / DELIVER_MESSAGE_GRACE_MS)}`;
+        const unsent = await transport.sendDeliverMessages(stranded, { window });
         // Refused: due again at the next sweep rather than after the grace.
         await clearDispatchesQueued(
           database,

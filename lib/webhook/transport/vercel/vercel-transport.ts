@@ -36,6 +36,17 @@ export function createQueueClient(): QueueClient {
   });
 }
 
+/**
+ * What a deliver message's idempotency key adds to `<dispatch>:<run>:<attempt>`:
+ * a unique part (`fresh`), for a re-send the queue must not drop as a
+ * duplicate of an earlier message, or a window's name, so that every sender
+ * within it sends one message between them.
+ */
+export interface KeyOptions {
+  fresh?: boolean;
+  window?: string;
+}
+
 /** One message to send, and what the send asks for. */
 interface Outgoing {
   payload: unknown;
@@ -51,11 +62,10 @@ export interface VercelTransport extends WebhookTransport {
    * Sends one deliver message per target, in batches with bounded
    * concurrency, each delayed until its row is due (cut at
    * `LANE_QUEUE.maxDelaySeconds`; the lane handles the rest). The
-   * idempotency key is `<dispatch>:<run>:<attempt>`; `fresh` adds a unique
-   * part, for re-sends the queue must not drop as duplicates of an earlier
-   * message. Never throws: resolves to the targets the queue did not take.
+   * idempotency key is `<dispatch>:<run>:<attempt>`, and what `options` add
+   * (KeyOptions). Never throws: resolves to the targets the queue did not take.
    */
-  sendDeliverMessages(targets: readonly DeliverTarget[], options?: { fresh?: boolean }): Promise<DeliverTarget[]>;
+  sendDeliverMessages(targets: readonly DeliverTarget[], options?: KeyOptions): Promise<DeliverTarget[]>;
   /**
    * Forwards outbox route messages in batches, keyed by their event id;
    * resolves, per message, whether the queue took it. A row that is not a
@@ -63,6 +73,12 @@ export interface VercelTransport extends WebhookTransport {
    * Never throws.
    */
   forwardRoutes(messages: readonly unknown[]): Promise<boolean[]>;
+  /**
+   * Sends a fresh deliver message for each of these dispatches (as
+   * `sendDeliver`, but never a duplicate of the message that first carried
+   * it): an invocation handing on work it has no time left to take itself.
+   */
+  handOver(dispatchIds: readonly string[]): Promise<void>;
   readonly sent: { route: number; deliver: number; fallback: number; refused: number };
 }
 
@@ -131,17 +147,28 @@ export function createVercelTransport(
     return taken;
   }
 
-  async function sendDeliverMessages(targets: readonly DeliverTarget[], options: { fresh?: boolean } = {}) {
+  async function sendDeliverMessages(targets: readonly DeliverTarget[], options: KeyOptions = {}) {
+    const extra = options.fresh ? `:${randomUUID()}` : options.window ? `:${options.window}` : "";
     const taken = await sendAll(
       DELIVER_TOPIC,
       targets.map((t) => ({
         payload: { dispatchId: t.id, run: t.run, attempt: t.attempt } satisfies DeliverMessage,
-        idempotencyKey: `${t.id}:${t.run}:${t.attempt}${options.fresh ? `:${randomUUID()}` : ""}`,
+        idempotencyKey: `${t.id}:${t.run}:${t.attempt}${extra}`,
         delaySeconds: deliverDelaySeconds(t.dueInMs),
       })),
     );
     sent.deliver += taken.filter(Boolean).length;
     return targets.filter((_, i) => !taken[i]);
+  }
+
+  /** Marks the rows carried, sends their messages, and forgets the mark of those the queue did not take. */
+  async function carry(dispatchIds: readonly string[], options: KeyOptions = {}) {
+    const targets = await markDispatchesQueued(database, dispatchIds, DELIVER_MESSAGE_GRACE_MS);
+    const unsent = await sendDeliverMessages(targets, options);
+    await clearDispatchesQueued(
+      database,
+      unsent.map((t) => t.id),
+    );
   }
 
   return {
@@ -176,14 +203,8 @@ export function createVercelTransport(
       sent.route++;
       await deleteRouteJobs(database, [jobId]);
     },
-    async sendDeliver(dispatchIds) {
-      const targets = await markDispatchesQueued(database, dispatchIds, DELIVER_MESSAGE_GRACE_MS);
-      const unsent = await sendDeliverMessages(targets);
-      await clearDispatchesQueued(
-        database,
-        unsent.map((t) => t.id),
-      );
-    },
+    sendDeliver: (dispatchIds) => carry(dispatchIds),
+    handOver: (dispatchIds) => carry(dispatchIds, { fresh: true }),
   };
 }
 
