@@ -157,6 +157,46 @@ export async function deleteRouteJobs(database: Database, ids: readonly number[]
   if (ids.length > 0) await database.db.delete(webhookRouteJob).where(inArray(webhookRouteJob.id, [...ids]));
 }
 
+/**
+ * Route jobs forwarded to a queue: kept, and left alone by the sweep for
+ * `checkMs` (doubling with each forward, at most a day), by when the route
+ * stage should have deleted them (`deleteRoutedJob`); one still here then was
+ * lost or keeps failing, and is forwarded again. `counted`: the forwards were
+ * already counted in `attempts` (by `claimRouteJobs`).
+ */
+export async function markRouteJobsForwarded(
+  database: Database,
+  ids: readonly number[],
+  options: { checkMs: number; counted: boolean },
+): Promise<void> {
+  if (ids.length === 0) return;
+  await database.rows(sql`
+    update webhook_route_job
+    set locked_until = null, locked_by = null,
+        attempts = attempts + ${options.counted ? 0 : 1},
+        run_at = now() + least(86400000, ${options.checkMs}::float8 * 2 ^ greatest(0, attempts - ${options.counted ? 1 : 0}))
+          * interval '1 millisecond'
+    where id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb)::bigint)
+  `);
+}
+
+/**
+ * A forwarded route job whose message is still being tried: left alone by
+ * the sweep for `ms` more, with the error kept for inspection.
+ */
+export async function holdRouteJob(database: Database, id: number, ms: number, error: string): Promise<void> {
+  await database.rows(sql`
+    update webhook_route_job
+    set run_at = greatest(run_at, now() + ${Math.round(ms)} * interval '1 millisecond'), last_error = ${error}
+    where id = ${id}
+  `);
+}
+
+/** Deletes the outbox row a route message was forwarded from, once its event's dispatches exist. */
+export async function deleteRoutedJob(database: Database, id: number, eventId: string): Promise<void> {
+  await database.rows(sql`delete from webhook_route_job where id = ${id} and message ->> 'eventId' = ${eventId}`);
+}
+
 /** Puts a failed route job back for a later try, keeping the error for inspection. */
 export async function retryRouteJob(database: Database, id: number, delayMs: number, error: string): Promise<void> {
   await database.rows(sql`

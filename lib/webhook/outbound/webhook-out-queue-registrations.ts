@@ -17,6 +17,11 @@ export const routeMessageSchema = z.object({
    * owner found at route time, as the route statement does.
    */
   account: z.string().nullable().optional().catch(undefined),
+  /**
+   * The outbox row (`webhook_route_job`) the message was forwarded from, on transports that forward (Vercel): the
+   * route stage deletes it once the event's dispatches exist. Absent where the outbox is the queue (postgres).
+   */
+  outboxId: z.number().int().positive().optional().catch(undefined),
 });
 export type RouteMessage = z.infer<typeof routeMessageSchema>;
 

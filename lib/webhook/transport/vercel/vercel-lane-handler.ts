@@ -9,6 +9,7 @@ import {
   type InFlightCaps,
 } from "../../../db/sql/claim-dispatches.ts";
 import { recordPoisonMessage } from "../../../db/sql/poison-messages.ts";
+import { holdRouteJob } from "../../../db/sql/route-jobs.ts";
 import type { BreakerRule } from "../../../db/sql/record-attempts.ts";
 import {
   carryDispatch,
@@ -31,12 +32,18 @@ import {
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
 import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
 import { HELD_LOOK_AGAIN, LANE_QUEUE, lookAgainPlan, type VercelLaneTimings } from "./vercel-queue-limits.ts";
-import { DELIVER_MESSAGE_GRACE_MS, type VercelTransport } from "./vercel-transport.ts";
+import { DELIVER_MESSAGE_GRACE_MS, ROUTE_MESSAGE_CHECK_MS, type VercelTransport } from "./vercel-transport.ts";
 
 /** A lease with no longer than this left is waited for; a longer one's holder records its dispatch and sends what follows. */
 const SHORT_LEASE_MS = 5_000;
 /** The longest an invocation waits for its webhook's next rate token before taking the next attempt itself. */
 const RATE_WAIT_MS = 1_000;
+
+/** The outbox row a route message names, if it names one. */
+function outboxIdOf(message: unknown): number | undefined {
+  const outboxId = (message as { outboxId?: unknown } | null)?.outboxId;
+  return typeof outboxId === "number" && Number.isSafeInteger(outboxId) && outboxId > 0 ? outboxId : undefined;
+}
 
 /** Handle the same message again later: it came early, a cap held it back, or its route failed. */
 class LookAgainError extends Error {
@@ -99,9 +106,31 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     sweepersListen: false,
   };
 
+  /**
+   * Routes a message; one that fails is tried again after LANE_BACKOFF.routeJob, its outbox row left alone by
+   * the sweep meanwhile. One that would expire before its next try is recorded as poison and acknowledged: its
+   * outbox row stays, and the sweep forwards the event again after ROUTE_MESSAGE_CHECK_MS (and POST
+   * /v3/poison-messages/:id/replay sends it at once).
+   */
   async function consumeRoute(message: unknown, metadata: MessageMetadata): Promise<void> {
     const outcome = await consumeRouteMessage({ database, transport, logger }, message, metadata.deliveryCount);
-    if (outcome.kind === "retry") throw new LookAgainError(Math.ceil(outcome.delayMs / 1_000), outcome.reason);
+    if (outcome.kind !== "retry") return;
+    const outboxId = outboxIdOf(message);
+    const plan = lookAgainPlan(outcome.delayMs, metadata, now());
+    if ("replace" in plan) {
+      const reason = `failed until its retention ran out: ${outcome.reason}`;
+      await recordPoisonMessage(database, ROUTE_TOPIC, message, reason);
+      if (outboxId !== undefined) await holdRouteJob(database, outboxId, ROUTE_MESSAGE_CHECK_MS, reason);
+      logger.error({ outboxId, reason: outcome.reason.slice(0, 300) }, "route message expiring: recorded as poison");
+      throw new PoisonMessageError(reason);
+    }
+    if (outboxId !== undefined) {
+      // Best effort: with the database down the row is only forwarded again later, which routing tolerates.
+      await holdRouteJob(database, outboxId, plan.afterSeconds * 1_000 + ROUTE_MESSAGE_CHECK_MS, outcome.reason).catch(
+        () => {},
+      );
+    }
+    throw new LookAgainError(plan.afterSeconds, outcome.reason);
   }
 
   async function consumeDeliver(raw: unknown, metadata: MessageMetadata): Promise<void> {

@@ -1,9 +1,9 @@
 import type { Database } from "../../../db/client.ts";
 import { clearDispatchesQueued, takeStrandedDispatches } from "../../../db/sql/queued-dispatches.ts";
-import { claimRouteJobs, deleteRouteJobs, retryRouteJob } from "../../../db/sql/route-jobs.ts";
+import { claimRouteJobs, markRouteJobsForwarded, retryRouteJob } from "../../../db/sql/route-jobs.ts";
 import type { SweepPhase } from "../../sweeper/webhook-sweeper.ts";
 import { LANE_QUEUE, VERCEL_QUEUES } from "./vercel-queue-limits.ts";
-import { DELIVER_MESSAGE_GRACE_MS, type VercelTransport } from "./vercel-transport.ts";
+import { DELIVER_MESSAGE_GRACE_MS, ROUTE_MESSAGE_CHECK_MS, type VercelTransport } from "./vercel-transport.ts";
 
 /** Rows one step takes: as many as the transport sends at once. */
 const STEP = VERCEL_QUEUES.batchSize * LANE_QUEUE.sendConcurrency;
@@ -13,7 +13,8 @@ const OUTBOX_LEASE_MS = 60_000;
 /**
  * What the Vercel transport needs from the sweeper (the cron), as two sweep
  * phases: `outbox` forwards route messages a forward after commit never
- * carried (a queue outage, a function that died), and `stranded` sends
+ * carried (a queue outage, a function that died) and those forwarded but
+ * not routed in time (lost, or failing until they expired), and `stranded` sends
  * deliver messages for due dispatches no message carries (never sent, lost,
  * expired, or a lease that ran out). Each step handles at most STEP rows and
  * stops its phase when the queue refuses, leaving the rest for the next run.
@@ -31,10 +32,12 @@ export function vercelSweepPhases(deps: {
       name: "outbox",
       async step() {
         const jobs = await claimRouteJobs(database, { workerId: deps.workerId, limit: STEP, leaseMs: OUTBOX_LEASE_MS });
-        const taken = await transport.forwardRoutes(jobs.map((job) => job.message));
-        await deleteRouteJobs(
+        const taken = await transport.forwardRoutes(jobs);
+        // Kept until the route stage has written their dispatches.
+        await markRouteJobsForwarded(
           database,
           jobs.filter((_, i) => taken[i]).map((job) => job.id),
+          { checkMs: ROUTE_MESSAGE_CHECK_MS, counted: true },
         );
         const refused = jobs.filter((_, i) => !taken[i]);
         for (const job of refused) await retryRouteJob(database, job.id, 0, "the queue refused the forward");

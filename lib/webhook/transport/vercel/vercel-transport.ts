@@ -3,7 +3,12 @@ import { QueueClient, type SendOptions } from "@vercel/queue";
 import { Agent } from "undici";
 import type { Database } from "../../../db/client.ts";
 import { clearDispatchesQueued, markDispatchesQueued, type DeliverTarget } from "../../../db/sql/queued-dispatches.ts";
-import { deleteRouteJobs, enqueueRouteJob, retryRouteJob } from "../../../db/sql/route-jobs.ts";
+import {
+  enqueueRouteJob,
+  markRouteJobsForwarded,
+  retryRouteJob,
+  type ClaimedRouteJob,
+} from "../../../db/sql/route-jobs.ts";
 import { forEachBounded } from "../../../for-each-bounded.ts";
 import { errorFacts } from "../../../log/error-facts.ts";
 import type { Logger } from "../../../log/logger.ts";
@@ -18,6 +23,12 @@ import { deliverDelaySeconds, LANE_QUEUE, VERCEL_QUEUES } from "./vercel-queue-l
 
 /** How long after it falls due a dispatch's deliver message may take to arrive before the sweep sends another. */
 export const DELIVER_MESSAGE_GRACE_MS = 5 * 60_000;
+/**
+ * How long after a route message is forwarded, or last failed, its outbox row
+ * is left alone before the sweep forwards it again (doubling with each
+ * forward, at most a day): a message routed in time deletes the row first.
+ */
+export const ROUTE_MESSAGE_CHECK_MS = 60 * 60_000;
 /** How long the sweep leaves a fresh outbox row to the forward that follows its commit. */
 export const OUTBOX_FORWARD_GRACE_MS = 30_000;
 
@@ -67,12 +78,14 @@ export interface VercelTransport extends WebhookTransport {
    */
   sendDeliverMessages(targets: readonly DeliverTarget[], options?: KeyOptions): Promise<DeliverTarget[]>;
   /**
-   * Forwards outbox route messages in batches, keyed by their event id;
-   * resolves, per message, whether the queue took it. A row that is not a
-   * route message goes as it is, for the route consumer to record as poison.
-   * Never throws.
+   * Forwards outbox rows' route messages in batches, each naming its row
+   * (`outboxId`) and keyed by its event id — on a row's first forward; a
+   * later one (the message was lost, or kept failing) adds the forward's
+   * number, so the queue takes it as a new message. Resolves, per row,
+   * whether the queue took it. A row that is not a route message goes as it
+   * is, for the route consumer to record as poison. Never throws.
    */
-  forwardRoutes(messages: readonly unknown[]): Promise<boolean[]>;
+  forwardRoutes(jobs: readonly ClaimedRouteJob[]): Promise<boolean[]>;
   /**
    * Sends a fresh deliver message for each of these dispatches (as
    * `sendDeliver`, but never a duplicate of the message that first carried
@@ -176,11 +189,17 @@ export function createVercelTransport(
     queue,
     sent,
     sendDeliverMessages,
-    forwardRoutes: (messages) =>
+    forwardRoutes: (jobs) =>
       // The event id is the idempotency key: a message sent twice (the forward and a sweep) is delivered once.
       sendAll(
         ROUTE_TOPIC,
-        messages.map((message) => ({ payload: message, idempotencyKey: eventIdOf(message) })),
+        jobs.map((job) => {
+          const eventId = eventIdOf(job.message);
+          return {
+            payload: isObject(job.message) ? { ...job.message, outboxId: job.id } : job.message,
+            idempotencyKey: eventId === undefined || job.attempts <= 1 ? eventId : `${eventId}:${job.attempts}`,
+          };
+        }),
       ),
     // The row is written at once: the forward after the commit needs its id.
     routesAtCommit: false,
@@ -193,7 +212,9 @@ export function createVercelTransport(
     async routeCommitted({ message, jobId }) {
       if (jobId === undefined) throw new Error("a route receipt without its outbox row");
       try {
-        await withinDeadline(queue.send(ROUTE_TOPIC, message, sendOptions({ idempotencyKey: message.eventId })));
+        await withinDeadline(
+          queue.send(ROUTE_TOPIC, { ...message, outboxId: jobId }, sendOptions({ idempotencyKey: message.eventId })),
+        );
       } catch (error) {
         // Due now for the sweep: the grace was only for this forward.
         sent.fallback++;
@@ -201,12 +222,16 @@ export function createVercelTransport(
         throw error;
       }
       sent.route++;
-      await deleteRouteJobs(database, [jobId]);
+      // Kept until the route stage has written the event's dispatches: a message lost on the way is sent again.
+      await markRouteJobsForwarded(database, [jobId], { checkMs: ROUTE_MESSAGE_CHECK_MS, counted: false });
     },
     sendDeliver: (dispatchIds) => carry(dispatchIds),
     handOver: (dispatchIds) => carry(dispatchIds, { fresh: true }),
   };
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 const eventIdOf = (message: unknown): string | undefined => {
   const eventId = (message as { eventId?: unknown } | null)?.eventId;
