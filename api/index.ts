@@ -1,7 +1,7 @@
 // The bundle of app/vercel-runtime.ts (npm run build; vercel-build builds it before Vercel traces this file).
 import { handleApiRequest } from "#vercel-runtime";
 
-// The API function: every path but the lane and the cron is rewritten here (vercel.json).
+// The API function: every path but the lane and the cron is rewritten here (vercel.ts).
 export const GET = handleApiRequest;
 export const POST = handleApiRequest;
 export const PUT = handleApiRequest;

@@ -45,6 +45,7 @@ export async function createHooklane(
     (await openDatabase({
       ...(config.databaseUrl ? { databaseUrl: config.databaseUrl } : {}),
       driver: config.databaseDriver,
+      poolMax: config.databasePoolMax,
       pgliteDataDir: config.pgliteDataDir,
       logger,
       schema: config.onVercel ? "verify" : "apply",

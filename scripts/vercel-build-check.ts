@@ -1,13 +1,20 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { VERCEL_FUNCTIONS } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+import {
+  laneConcurrency,
+  VERCEL_FUNCTIONS,
+  vercelProjectConfig,
+} from "../lib/webhook/transport/vercel/vercel-project.ts";
 import { checkVercelOutput } from "./vercel-output-check.ts";
 
-// `npm run vercel:check`: builds the deployment offline (`vercel build`) and checks the output, not the config
-// (see checkVercelOutput). `--no-build` checks the last build.
+// `npm run vercel:check`: builds the deployment offline (`vercel build`, which runs vercel.ts with this environment)
+// and checks the output, not the config (see checkVercelOutput): the lane's concurrency must be what this
+// environment's WEBHOOK_ROUTE_MAX_CONCURRENCY and WEBHOOK_DELIVER_MAX_CONCURRENCY ask for. `--no-build` checks the
+// last build.
 const VERCEL_CLI = "vercel@58.10.0";
 const OUTPUT = ".vercel/output";
-const PUBLIC_DIR = (JSON.parse(readFileSync("vercel.json", "utf8")) as { outputDirectory?: string }).outputDirectory;
+const PUBLIC_DIR: string | undefined = vercelProjectConfig(process.env).outputDirectory;
+const concurrency = laneConcurrency(process.env);
 
 if (!existsSync(".vercel/project.json")) {
   // `vercel build` needs a linked project; offline, a local stand-in is enough.
@@ -19,15 +26,16 @@ if (!process.argv.includes("--no-build")) {
 }
 
 const problems = PUBLIC_DIR
-  ? checkVercelOutput(OUTPUT, PUBLIC_DIR)
-  : ["vercel.json names no outputDirectory: the whole repository would be served as static files"];
+  ? checkVercelOutput(OUTPUT, PUBLIC_DIR, concurrency)
+  : ["vercel.ts names no outputDirectory: the whole repository would be served as static files"];
 if (problems.length > 0) {
   for (const problem of problems) console.error(`[vercel:check] ${problem}`);
   process.exit(1);
 }
-const { lane, sweeper } = VERCEL_FUNCTIONS;
+const { route, deliver, sweeper } = VERCEL_FUNCTIONS;
 console.log(
-  `[vercel:check] static files: only ${PUBLIC_DIR}/; lane function: one queue trigger for both topics, ` +
-    `maxDuration ${lane.maxDurationSeconds} s, maxConcurrency ${lane.maxConcurrency}; sweeper maxDuration ` +
+  `[vercel:check] static files: only ${PUBLIC_DIR}/; ${route.path}: ${route.topic}, maxDuration ` +
+    `${route.maxDurationSeconds} s, maxConcurrency ${concurrency.route}; ${deliver.path}: ${deliver.topic}, ` +
+    `maxDuration ${deliver.maxDurationSeconds} s, maxConcurrency ${concurrency.deliver}; sweeper maxDuration ` +
     `${sweeper.maxDurationSeconds} s, cron registered; every function on Node 24 with the migration journal and its bundle`,
 );

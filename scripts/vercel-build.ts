@@ -3,7 +3,7 @@ import { ConfigError, config } from "../lib/config/env.ts";
 import { vercelLaneTimings } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
 import { buildBundles } from "./build.ts";
 
-// Vercel's build step (`buildCommand` in vercel.json; Vercel's Node builder also runs it before it traces the
+// Vercel's build step (`buildCommand` in vercel.ts; Vercel's Node builder also runs it before it traces the
 // functions). It first builds the bundles (scripts/build.ts): the functions import dist/vercel-runtime.mjs
 // (`#vercel-runtime`), so a cold start loads one module, not hundreds. On a deployment's build (VERCEL_ENV is set)
 // it then checks the deployment's configuration as its functions will read it, and migrates its database, so the

@@ -2,8 +2,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { VERCEL_FUNCTIONS } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+import { VERCEL_FUNCTIONS } from "../lib/webhook/transport/vercel/vercel-project.ts";
 import { checkVercelOutput, NEVER_STATIC } from "./vercel-output-check.ts";
+
+/** The concurrency the tests' builds were configured with. */
+const CONCURRENCY = { route: 12, deliver: 200 };
 
 /** A build output shaped as `vercel build` writes it for this project, fit to ship. */
 function fitDeployment(): { output: string; publicDir: string; root: string } {
@@ -19,12 +22,13 @@ function fitDeployment(): { output: string; publicDir: string; root: string } {
     put(`${dir}/dist/vercel-runtime.mjs`, "export {};\n");
   };
   fn("api/index.ts", { maxDuration: 30 });
-  fn(VERCEL_FUNCTIONS.lane.path, {
-    maxDuration: VERCEL_FUNCTIONS.lane.maxDurationSeconds,
-    experimentalTriggers: [
-      { type: "queue/v2beta", topic: "webhook-out-*", maxConcurrency: VERCEL_FUNCTIONS.lane.maxConcurrency },
-    ],
-  });
+  for (const stage of ["route", "deliver"] as const) {
+    const lane = VERCEL_FUNCTIONS[stage];
+    fn(lane.path, {
+      maxDuration: lane.maxDurationSeconds,
+      experimentalTriggers: [{ type: "queue/v2beta", topic: lane.topic, maxConcurrency: CONCURRENCY[stage] }],
+    });
+  }
   fn(VERCEL_FUNCTIONS.sweeper.path, { maxDuration: VERCEL_FUNCTIONS.sweeper.maxDurationSeconds });
   put("output/config.json", { crons: [{ path: "/api/cron/webhook-sweeper", schedule: "* * * * *" }] });
   put("public/robots.txt", "User-agent: *\nDisallow: /\n");
@@ -45,14 +49,14 @@ describe("checkVercelOutput", () => {
 
   it("passes a deployment that serves only public/", () => {
     const { output, publicDir } = deployment();
-    expect(checkVercelOutput(output, publicDir)).toEqual([]);
+    expect(checkVercelOutput(output, publicDir, CONCURRENCY)).toEqual([]);
   });
 
   it.each(NEVER_STATIC)("fails when %s/ is served as static files", (folder) => {
     const { output, publicDir } = deployment();
     mkdirSync(join(output, "static", folder), { recursive: true });
     writeFileSync(join(output, "static", folder, "file.ts"), "export {};");
-    expect(checkVercelOutput(output, publicDir)).toEqual([
+    expect(checkVercelOutput(output, publicDir, CONCURRENCY)).toEqual([
       `static/${folder}/file.ts is served: ${folder}/ must never be public`,
     ]);
   });
@@ -64,7 +68,7 @@ describe("checkVercelOutput", () => {
       writeFileSync(join(dir, "well-known", ".env"), "SECRET=1");
     }
     writeFileSync(join(output, "static", ".prettierrc.json"), "{}");
-    expect(checkVercelOutput(output, publicDir).sort()).toEqual([
+    expect(checkVercelOutput(output, publicDir, CONCURRENCY).sort()).toEqual([
       "static/.prettierrc.json is served: dotfiles must never be public",
       "static/well-known/.env is served: dotfiles must never be public",
     ]);
@@ -73,32 +77,40 @@ describe("checkVercelOutput", () => {
   it("fails on any served file public/ does not hold", () => {
     const { output, publicDir } = deployment();
     writeFileSync(join(output, "static", "ARCHITECTURE.md"), "# Architecture");
-    expect(checkVercelOutput(output, publicDir)).toEqual([
+    expect(checkVercelOutput(output, publicDir, CONCURRENCY)).toEqual([
       expect.stringMatching(/^static\/ARCHITECTURE\.md is served but is not in .*public\/$/),
     ]);
   });
 
-  it("fails when the lane's trigger, limits or journal differ from what the product states", () => {
+  it("fails when a lane function's trigger, limits or journal differ from what the product states", () => {
     const { output, publicDir } = deployment();
-    const lane = join(output, "functions", VERCEL_FUNCTIONS.lane.path.replace(/\.ts$/, ".func"));
+    const deliver = VERCEL_FUNCTIONS.deliver;
+    const lane = join(output, "functions", deliver.path.replace(/\.ts$/, ".func"));
     writeFileSync(
       join(lane, ".vc-config.json"),
       JSON.stringify({
         runtime: "nodejs22.x",
         maxDuration: 30,
-        experimentalTriggers: [{ type: "queue/v2beta", topic: "webhook-out-route" }],
+        experimentalTriggers: [{ type: "queue/v2beta", topic: "webhook-out-*" }],
       }),
     );
     rmSync(join(lane, "drizzle"), { recursive: true });
     rmSync(join(lane, "dist"), { recursive: true });
-    expect(checkVercelOutput(output, publicDir)).toEqual([
-      "api/webhook-out.ts runs on nodejs22.x, not nodejs24.x",
-      "api/webhook-out.ts does not carry drizzle/meta/_journal.json, which its schema check reads",
-      "api/webhook-out.ts does not carry dist/vercel-runtime.mjs, the bundle it runs",
-      "the lane's queue triggers (webhook-out-route) miss webhook-out-deliver",
-      `the lane's maxDuration is 30, not ${VERCEL_FUNCTIONS.lane.maxDurationSeconds}`,
-      "the lane's maxDuration is the API's, not its own",
-      `the lane's trigger has maxConcurrency unset, not ${VERCEL_FUNCTIONS.lane.maxConcurrency}`,
+    expect(checkVercelOutput(output, publicDir, CONCURRENCY)).toEqual([
+      `${deliver.path} runs on nodejs22.x, not nodejs24.x`,
+      `${deliver.path} does not carry drizzle/meta/_journal.json, which its schema check reads`,
+      `${deliver.path} does not carry dist/vercel-runtime.mjs, the bundle it runs`,
+      `${deliver.path}'s queue trigger is for webhook-out-*, not webhook-out-deliver`,
+      `${deliver.path}'s maxDuration is 30, not ${deliver.maxDurationSeconds}`,
+      `${deliver.path}'s maxDuration is the API's, not its own`,
+      `${deliver.path}'s trigger has maxConcurrency unset, not 200 as configured`,
+    ]);
+  });
+
+  it("fails when a build's concurrency is not the one configured", () => {
+    const { output, publicDir } = deployment();
+    expect(checkVercelOutput(output, publicDir, { route: 12, deliver: 50 })).toEqual([
+      `${VERCEL_FUNCTIONS.deliver.path}'s trigger has maxConcurrency 200, not 50 as configured`,
     ]);
   });
 });

@@ -1,11 +1,14 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { DELIVER_TOPIC, ROUTE_TOPIC } from "../lib/webhook/outbound/webhook-out-queue-registrations.ts";
-import { VERCEL_FUNCTIONS, VERCEL_QUEUES } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+import {
+  SWEEPER_PATH,
+  VERCEL_FUNCTIONS,
+  type LaneConcurrency,
+} from "../lib/webhook/transport/vercel/vercel-project.ts";
+import { VERCEL_QUEUES } from "../lib/webhook/transport/vercel/vercel-queue-limits.ts";
 
 /** Top-level names that must never be served: the source, its tests and tools, its migrations. */
 export const NEVER_STATIC = ["lib", "test", "app", "scripts", "bench", "drizzle", "catalogue", "api", "docs", ".ci"];
-const SWEEPER_PATH = "/api/cron/webhook-sweeper";
 const NODE_RUNTIME = "nodejs24.x";
 /** What `#vercel-runtime` (package.json `imports`) names at run time: scripts/build.ts writes it. */
 const VERCEL_RUNTIME_BUNDLE = "dist/vercel-runtime.mjs";
@@ -19,22 +22,23 @@ interface FunctionConfig {
 /**
  * Checks a built deployment (`vercel build`'s `.vercel/output`) against what
  * the product needs: only the files of `publicDir` served as static files
- * (never a source folder or a dotfile); the lane its own function with one
- * queue trigger covering both topics, the `maxDuration` and `maxConcurrency`
- * VERCEL_FUNCTIONS states, the migration journal its schema check reads
- * and the bundle every function runs;
- * the sweeper's `maxDuration` and cron. Returns the problems found, none
- * when the deployment is fit to ship.
+ * (never a source folder or a dotfile); each lane topic its own function with
+ * one queue trigger for it, the `maxDuration` VERCEL_FUNCTIONS states and the
+ * `maxConcurrency` the build's configuration asked for (`concurrency`); the
+ * migration journal its schema check reads and the bundle every function
+ * runs; the sweeper's `maxDuration` and cron. Returns the problems found,
+ * none when the deployment is fit to ship.
  */
-export function checkVercelOutput(output: string, publicDir: string): string[] {
+export function checkVercelOutput(output: string, publicDir: string, concurrency: LaneConcurrency): string[] {
   const problems: string[] = [];
   problems.push(...checkStatic(join(output, "static"), publicDir));
 
   const read = (path: string) => JSON.parse(readFileSync(path, "utf8")) as FunctionConfig;
   const functionDir = (source: string) => join(output, "functions", source.replace(/\.ts$/, ".func"));
   const functions = {
-    api: "api/index.ts",
-    lane: VERCEL_FUNCTIONS.lane.path,
+    api: VERCEL_FUNCTIONS.api.path,
+    route: VERCEL_FUNCTIONS.route.path,
+    deliver: VERCEL_FUNCTIONS.deliver.path,
     sweeper: VERCEL_FUNCTIONS.sweeper.path,
   };
   const built: Partial<Record<keyof typeof functions, FunctionConfig>> = {};
@@ -58,26 +62,32 @@ export function checkVercelOutput(output: string, publicDir: string): string[] {
     }
   }
 
-  const { lane, api, sweeper } = built;
-  if (lane) {
+  const { api, sweeper } = built;
+  for (const stage of ["route", "deliver"] as const) {
+    const lane = built[stage];
+    if (!lane) continue;
+    const expected = VERCEL_FUNCTIONS[stage];
     const queueTriggers = (lane.experimentalTriggers ?? []).filter((t) => t.type.startsWith("queue/"));
     if (queueTriggers.length > VERCEL_QUEUES.triggersPerFunction) {
-      problems.push(`the lane has ${queueTriggers.length} queue triggers; Vercel accepts one per function`);
+      problems.push(`${expected.path} has ${queueTriggers.length} queue triggers; Vercel accepts one per function`);
     }
     const topics = queueTriggers.map((t) => t.topic);
-    const covers = (topic: string) =>
-      topics.some((p) => p === topic || (p.endsWith("*") && topic.startsWith(p.slice(0, -1))));
-    for (const topic of [ROUTE_TOPIC, DELIVER_TOPIC]) {
-      if (!covers(topic)) problems.push(`the lane's queue triggers (${topics.join(", ") || "none"}) miss ${topic}`);
+    if (topics[0] !== expected.topic) {
+      problems.push(`${expected.path}'s queue trigger is for ${topics.join(", ") || "nothing"}, not ${expected.topic}`);
     }
-    const expected = VERCEL_FUNCTIONS.lane;
     if (lane.maxDuration !== expected.maxDurationSeconds) {
-      problems.push(`the lane's maxDuration is ${lane.maxDuration ?? "unset"}, not ${expected.maxDurationSeconds}`);
+      problems.push(
+        `${expected.path}'s maxDuration is ${lane.maxDuration ?? "unset"}, not ${expected.maxDurationSeconds}`,
+      );
     }
-    if (api && lane.maxDuration === api.maxDuration) problems.push("the lane's maxDuration is the API's, not its own");
-    const concurrency = queueTriggers[0]?.maxConcurrency;
-    if (concurrency !== expected.maxConcurrency) {
-      problems.push(`the lane's trigger has maxConcurrency ${concurrency ?? "unset"}, not ${expected.maxConcurrency}`);
+    if (api && lane.maxDuration === api.maxDuration) {
+      problems.push(`${expected.path}'s maxDuration is the API's, not its own`);
+    }
+    const got = queueTriggers[0]?.maxConcurrency;
+    if (got !== concurrency[stage]) {
+      problems.push(
+        `${expected.path}'s trigger has maxConcurrency ${got ?? "unset"}, not ${concurrency[stage]} as configured`,
+      );
     }
   }
   if (sweeper && sweeper.maxDuration !== VERCEL_FUNCTIONS.sweeper.maxDurationSeconds) {

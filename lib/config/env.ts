@@ -84,6 +84,8 @@ export const envVariables = z.object({
   ENABLE_API_EVENT_QUEUE: flag(true),
   /** `neon` speaks to Neon over WebSockets (serverless); chosen by default for `*.neon.tech` URLs. */
   DATABASE_DRIVER: z.enum(["pg", "neon"]).optional(),
+  /** Connections each process (each function instance on Vercel) may open to DATABASE_URL at once. */
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(1_000).default(10),
   /** Default: vercel on Vercel, postgres elsewhere (see platformRules). */
   WEBHOOK_QUEUE_DRIVER: z.enum(["postgres", "vercel"]).optional(),
   CRON_SECRET: bearerSecret().optional(),
@@ -200,6 +202,7 @@ const databaseVariables = envVariables.pick({
   DATABASE_URL: true,
   DATABASE_URL_UNPOOLED: true,
   DATABASE_DRIVER: true,
+  DATABASE_POOL_MAX: true,
   PGLITE_DATA_DIR: true,
 });
 
@@ -212,6 +215,7 @@ function databaseSettings(env: z.output<typeof databaseVariables>) {
     databaseDriver:
       env.DATABASE_DRIVER ?? (env.DATABASE_URL && /\.neon\.tech[:/]/.test(env.DATABASE_URL) ? "neon" : "pg"),
     pgliteDataDir: env.PGLITE_DATA_DIR,
+    databasePoolMax: env.DATABASE_POOL_MAX,
   };
 }
 

@@ -1,12 +1,11 @@
 import { afterEach, expect, it } from "vitest";
 import { createVercelLane } from "../../lib/create-vercel-lane.ts";
-import { webhook } from "../../lib/db/schema.ts";
 import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
-import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signature.ts";
 import { LANE_QUEUE, VERCEL_QUEUES } from "../../lib/webhook/transport/vercel/vercel-queue-limits.ts";
+import { insertGlobalWebhooks } from "../support/bulk-webhooks.ts";
 import { eventually } from "../support/eventually.ts";
 import { pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
-import { laneTrigger } from "../support/vercel-queue-emulator.ts";
+import { consumeLane } from "../support/vercel-queue-emulator.ts";
 
 const WEBHOOKS = 10_000;
 /** The embedded database writes 10,000 rows twice on a shared 2-core machine: give it time. */
@@ -23,7 +22,7 @@ it(
     harness = await startHarness(pgliteFactory, { driver: "vercel", lane: false });
     const queue = harness.queue!;
     // Only the route stage runs: the deliver messages stay in the queue to be counted.
-    queue.consume([ROUTE_TOPIC], createVercelLane(harness.hooklane).handler, laneTrigger());
+    consumeLane(queue, createVercelLane(harness.hooklane).handler, { topics: [ROUTE_TOPIC] });
     // Network time, so requests that overlap are seen to overlap.
     queue.sendLatencyMs = 5;
 
@@ -39,17 +38,12 @@ it(
       body: { url: "https://hooks.example.com/fan-out", events: ["payment-debt.created"], scope: "global" },
     });
     expect(first.status).toBe(201);
-    const secretSealed = await harness.hooklane.secrets.seal(generateWebhookSecret());
-    for (let start = 1; start < WEBHOOKS; start += 1_000) {
-      const rows = Array.from({ length: Math.min(1_000, WEBHOOKS - start) }, (_, i) => ({
-        account: null,
-        url: `https://hooks.example.com/fan-out/${start + i}`,
-        events: ["payment-debt.created"],
-        secretSealed,
-        createdBy: "test",
-      }));
-      await harness.hooklane.database.db.insert(webhook).values(rows);
-    }
+    await insertGlobalWebhooks(harness.hooklane, {
+      from: 1,
+      to: WEBHOOKS,
+      events: ["payment-debt.created"],
+      url: (i) => `https://hooks.example.com/fan-out/${i}`,
+    });
 
     const debt = await harness.call("POST", "/v3/payment-debts", {
       account: "acc_alice",

@@ -9,7 +9,7 @@ import { DELIVER_MESSAGE_GRACE_MS } from "../../lib/webhook/transport/vercel/ver
 import { eventually } from "../support/eventually.ts";
 import { testConfig, type Harness } from "../support/harness.ts";
 import type { Reply } from "../support/receiver.ts";
-import { laneTrigger } from "../support/vercel-queue-emulator.ts";
+import { consumeLane } from "../support/vercel-queue-emulator.ts";
 import { startSubscribedHarness } from "../support/vercel-subscriber.ts";
 
 const ADMIN = { account: "acc_ops", admin: true };
@@ -100,7 +100,7 @@ describe("the vercel transport facing the queue service's answers", () => {
         },
       );
       const lane = createVercelLane(hooklane, { now: () => queue.now() });
-      queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], lane.handler, { ...laneTrigger(), deploymentId });
+      consumeLane(queue, lane.handler, { deploymentId });
       return lane;
     };
     await deploy("dpl_old");

@@ -4,7 +4,7 @@ import { DELIVER_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-regi
 import { eventually } from "../support/eventually.ts";
 import { startHarness, type Harness } from "../support/harness.ts";
 import { postgresFactory } from "../support/postgres.ts";
-import { startReceiver, type ReceivedPost, type TestReceiver } from "../support/receiver.ts";
+import { peakConcurrency, startReceiver, type TestReceiver } from "../support/receiver.ts";
 import type { VercelQueueEmulator } from "../support/vercel-queue-emulator.ts";
 
 const ALICE = { account: "acc_held" };
@@ -18,19 +18,6 @@ function queueWork(queue: VercelQueueEmulator) {
     messages: deliver.length,
     pushes: deliver.reduce((n, m) => n + m.pushedAt.length, 0),
   };
-}
-
-/** The most POSTs the subscriber was answering at once. */
-function peakConcurrency(posts: readonly ReceivedPost[]): number {
-  const edges = posts.flatMap((p) => [
-    { at: p.receivedAt, step: 1 },
-    { at: p.answeredAt ?? Infinity, step: -1 },
-  ]);
-  edges.sort((a, b) => a.at - b.at || a.step - b.step);
-  let open = 0;
-  let peak = 0;
-  for (const edge of edges) peak = Math.max(peak, (open += edge.step));
-  return peak;
 }
 
 /**

@@ -6,12 +6,11 @@ import { openDatabase, type Database } from "../../lib/db/client.ts";
 import { account } from "../../lib/db/schema.ts";
 import { createHooklane, startLane } from "../../lib/create-hooklane.ts";
 import { createVercelLane } from "../../lib/create-vercel-lane.ts";
-import { DELIVER_TOPIC, ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-registrations.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { SweepReport } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
 import { shiftLedgerTime } from "./ledger-time.ts";
-import { laneTrigger, startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-queue-emulator.ts";
+import { consumeLane, startVercelQueueEmulator, type VercelQueueEmulator } from "./vercel-queue-emulator.ts";
 
 export interface Harness {
   hooklane: Hooklane;
@@ -124,8 +123,8 @@ export async function startHarness(
   const startTheLane = async () => {
     if (lane) throw new Error("the harness's lane is already running");
     if (vercelLane && queue) {
-      // The platform's part: push both topics to the lane function, as its trigger in vercel.json says.
-      queue.consume([ROUTE_TOPIC, DELIVER_TOPIC], vercelLane.handler, laneTrigger());
+      // The platform's part: push each topic to its lane function, as their triggers in vercel.ts say.
+      consumeLane(queue, vercelLane.handler, { env: options.env ?? {} });
       lane = { workerId: "vercel", stop: () => queue.close() };
     } else {
       lane = await startLane(hooklane);

@@ -99,3 +99,16 @@ export async function startReceiver(
       }),
   };
 }
+
+/** The most POSTs a receiver was answering at once, from when each arrived and was answered. */
+export function peakConcurrency(posts: readonly ReceivedPost[]): number {
+  const edges = posts.flatMap((p) => [
+    { at: p.receivedAt, step: 1 },
+    { at: p.answeredAt ?? Infinity, step: -1 },
+  ]);
+  edges.sort((a, b) => a.at - b.at || a.step - b.step);
+  let open = 0;
+  let peak = 0;
+  for (const edge of edges) peak = Math.max(peak, (open += edge.step));
+  return peak;
+}

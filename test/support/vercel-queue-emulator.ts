@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { CLOUD_EVENT_TYPE_V2BETA, QueueClient } from "@vercel/queue";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
+import { vercelProjectConfig } from "../../lib/webhook/transport/vercel/vercel-project.ts";
 
 /**
  * The service's documented limits, restated here from the SDK's README
@@ -73,11 +73,13 @@ export interface VercelQueueEmulator {
   readonly requests: { sends: number; batches: number; peakInFlight: number; peakInFlightMessages: number };
   /** The most pushes in flight at once, over all consumers. */
   readonly peakPushes: number;
+  /** The most pushes in flight at once to the consumer of `topic`. */
+  peakPushesTo(topic: string): number;
   /** The service's clock: real time plus whatever `advance` added. */
   now(): number;
   /** Moves the service's clock forward: delayed and invisible messages whose time came are pushed. */
   advance(ms: number): void;
-  /** Push consumers, as `vercel.json` triggers register them: topic patterns (`prefix-*`) → function handler. */
+  /** Push consumers, as the project's queue triggers register them: topic patterns (`prefix-*`) → function handler. */
   consume(topics: readonly string[], handler: (request: Request) => Promise<Response>, options?: ConsumerOptions): void;
   /** Deletes a deployment: messages pinned to it are never pushed again. */
   retire(deploymentId: string): void;
@@ -148,6 +150,7 @@ interface Consumer {
   retryAfterSeconds: number;
   deploymentId: string | null;
   inFlight: number;
+  peak: number;
 }
 
 type Accepted = { ok: true; message: EmulatedMessage | undefined; duplicateOf?: string } | Refused;
@@ -211,8 +214,13 @@ class Emulator implements VercelQueueEmulator {
       retryAfterSeconds: options.retryAfterSeconds ?? 1,
       deploymentId: options.deploymentId ?? null,
       inFlight: 0,
+      peak: 0,
     });
     this.#schedule();
+  }
+
+  peakPushesTo(topic: string): number {
+    return Math.max(0, ...this.#consumers.filter((c) => matches(c.patterns, topic)).map((c) => c.peak));
   }
 
   retire(deploymentId: string): void {
@@ -405,9 +413,7 @@ class Emulator implements VercelQueueEmulator {
   /** The consumer a message goes to: its pinned deployment's, or the newest one for the topic. */
   #consumerOf(message: EmulatedMessage): Consumer | undefined {
     if (message.deploymentId && this.#retired.has(message.deploymentId)) return undefined;
-    const matching = this.#consumers.filter((c) =>
-      c.patterns.some((p) => p === message.topic || (p.endsWith("*") && message.topic.startsWith(p.slice(0, -1)))),
-    );
+    const matching = this.#consumers.filter((c) => matches(c.patterns, message.topic));
     return message.deploymentId ? matching.find((c) => c.deploymentId === message.deploymentId) : matching.at(-1);
   }
 
@@ -467,6 +473,7 @@ class Emulator implements VercelQueueEmulator {
       body: message.body,
     });
     consumer.inFlight++;
+    consumer.peak = Math.max(consumer.peak, consumer.inFlight);
     this.#pushing++;
     this.peakPushes = Math.max(this.peakPushes, this.#pushing);
     const failed = () => {
@@ -517,17 +524,36 @@ function parseMultipart(contentType: string, raw: ArrayBuffer): Array<{ headers:
   return parts;
 }
 
-/** The lane function's queue trigger, as `vercel.json` registers it with the service. */
-export function laneTrigger(): ConsumerOptions {
-  const config = JSON.parse(readFileSync(new URL("../../vercel.json", import.meta.url), "utf8")) as {
-    functions: Record<string, { experimentalTriggers?: Array<{ type: string } & ConsumerOptions> }>;
-  };
-  const trigger = config.functions["api/webhook-out.ts"]?.experimentalTriggers?.find((t) => t.type === "queue/v2beta");
-  if (!trigger) throw new Error("vercel.json has no queue trigger for api/webhook-out.ts");
-  return {
-    ...(trigger.maxConcurrency ? { maxConcurrency: trigger.maxConcurrency } : {}),
-    ...(trigger.retryAfterSeconds ? { retryAfterSeconds: trigger.retryAfterSeconds } : {}),
-  };
+/** Whether a trigger's topic patterns (`prefix-*` or exact) take `topic`. */
+const matches = (patterns: readonly string[], topic: string) =>
+  patterns.some((p) => p === topic || (p.endsWith("*") && topic.startsWith(p.slice(0, -1))));
+
+/** The lane functions' queue triggers, as the project configuration (vercel.ts) registers them for `env`. */
+export function laneTriggers(env: Record<string, string> = {}): Array<{ topic: string; options: ConsumerOptions }> {
+  return Object.values(vercelProjectConfig(env).functions).flatMap((settings) =>
+    (settings.experimentalTriggers ?? []).map((trigger) => ({
+      topic: trigger.topic,
+      options: { maxConcurrency: trigger.maxConcurrency, retryAfterSeconds: trigger.retryAfterSeconds },
+    })),
+  );
+}
+
+/**
+ * The platform's part for the lane: each lane function's trigger (for `env`,
+ * or only those of `topics`) pushes its topic to `handler`.
+ */
+export function consumeLane(
+  queue: VercelQueueEmulator,
+  handler: (request: Request) => Promise<Response>,
+  options: { env?: Record<string, string>; topics?: readonly string[]; deploymentId?: string } = {},
+): void {
+  for (const { topic, options: trigger } of laneTriggers(options.env)) {
+    if (options.topics && !options.topics.includes(topic)) continue;
+    queue.consume([topic], handler, {
+      ...trigger,
+      ...(options.deploymentId === undefined ? {} : { deploymentId: options.deploymentId }),
+    });
+  }
 }
 
 /**

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../../config/env.ts";
 import {
@@ -7,10 +6,10 @@ import {
   LANE_QUEUE,
   lookAgainPlan,
   sweepBudgetMs,
-  VERCEL_FUNCTIONS,
   VERCEL_QUEUES,
   vercelLaneTimings,
 } from "./vercel-queue-limits.ts";
+import { LANE_MAX_DURATION_SECONDS, VERCEL_FUNCTIONS } from "./vercel-project.ts";
 
 const HOUR = 3_600_000;
 
@@ -23,18 +22,6 @@ describe("the lane's queue settings", () => {
     expect(LANE_QUEUE.maxLookAgainSeconds).toBeLessThanOrEqual(visibilitySeconds.max);
     // The longest delay the published schedule asks for (+24 h, +10 %) and Retry-After's cap fit in one message.
     expect(LANE_QUEUE.maxDelaySeconds).toBeGreaterThan(86_400 * 1.1);
-  });
-
-  it("are the ones vercel.json gives the lane and sweeper functions", () => {
-    const config = JSON.parse(readFileSync(new URL("../../../../vercel.json", import.meta.url), "utf8"));
-    const lane = config.functions[VERCEL_FUNCTIONS.lane.path];
-    const triggers = lane.experimentalTriggers.filter((t: { type: string }) => t.type === "queue/v2beta");
-    expect(triggers).toHaveLength(VERCEL_QUEUES.triggersPerFunction);
-    expect(lane.maxDuration).toBe(VERCEL_FUNCTIONS.lane.maxDurationSeconds);
-    expect(triggers[0].maxConcurrency).toBe(VERCEL_FUNCTIONS.lane.maxConcurrency);
-    expect(config.functions[VERCEL_FUNCTIONS.sweeper.path].maxDuration).toBe(
-      VERCEL_FUNCTIONS.sweeper.maxDurationSeconds,
-    );
   });
 });
 
@@ -66,14 +53,14 @@ describe("lookAgainPlan", () => {
 describe("vercelLaneTimings", () => {
   it("leases a dispatch as long as the lane's function may live, with the same visibility", () => {
     expect(vercelLaneTimings({ timeoutMs: 10_000 })).toEqual({
-      visibilitySeconds: VERCEL_FUNCTIONS.lane.maxDurationSeconds,
-      leaseMs: VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000,
-      continueWithinMs: VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000 - 10_000 - LANE_ATTEMPT_OVERHEAD_MS,
+      visibilitySeconds: LANE_MAX_DURATION_SECONDS,
+      leaseMs: LANE_MAX_DURATION_SECONDS * 1_000,
+      continueWithinMs: LANE_MAX_DURATION_SECONDS * 1_000 - 10_000 - LANE_ATTEMPT_OVERHEAD_MS,
     });
   });
 
   it("refuses a delivery deadline that leaves the lane no room within its maxDuration", () => {
-    const timeoutMs = VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000;
+    const timeoutMs = LANE_MAX_DURATION_SECONDS * 1_000;
     expect(() => vercelLaneTimings({ timeoutMs })).toThrow(ConfigError);
     expect(() => vercelLaneTimings({ timeoutMs })).toThrow(/WEBHOOK_TIMEOUT_MS: 60000 ms leaves no room/);
   });

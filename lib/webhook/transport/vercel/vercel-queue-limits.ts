@@ -1,4 +1,5 @@
 import { ConfigError } from "../../../config/env.ts";
+import { LANE_MAX_DURATION_SECONDS, VERCEL_FUNCTIONS } from "./vercel-project.ts";
 
 /**
  * Every limit of Vercel Queues the lane depends on, in one place. Sources, as
@@ -38,18 +39,6 @@ export const VERCEL_QUEUES = {
   maxPayloadBytes: 100 * 1024 * 1024,
   /** `queue/v2beta` triggers per function. [cli: "experimentalTriggers can only have one item for queue/v2beta"] */
   triggersPerFunction: 1,
-} as const;
-
-/**
- * The functions' own limits, as `vercel.json` declares them: JSON cannot
- * import these, so `npm run vercel:check` fails when the built functions say
- * otherwise.
- */
-export const VERCEL_FUNCTIONS = {
-  /** `api/webhook-out.ts`: one message per invocation, at most `maxConcurrency` invocations at once. [cli trigger `maxConcurrency`] */
-  lane: { path: "api/webhook-out.ts", maxDurationSeconds: 60, maxConcurrency: 50 },
-  /** `api/cron/webhook-sweeper.ts`, run by the cron every minute. */
-  sweeper: { path: "api/cron/webhook-sweeper.ts", maxDurationSeconds: 60 },
 } as const;
 
 /** What the lane asks of the service, within VERCEL_QUEUES. */
@@ -132,15 +121,15 @@ export interface VercelLaneTimings {
  * lease has ended.
  */
 export function vercelLaneTimings(config: { timeoutMs: number }): VercelLaneTimings {
-  const maxDurationMs = VERCEL_FUNCTIONS.lane.maxDurationSeconds * 1_000;
+  const maxDurationMs = LANE_MAX_DURATION_SECONDS * 1_000;
   if (config.timeoutMs + LANE_ATTEMPT_OVERHEAD_MS > maxDurationMs) {
     throw new ConfigError(
       `Invalid configuration:\n  WEBHOOK_TIMEOUT_MS: ${config.timeoutMs} ms leaves no room in the lane's ` +
-        `${VERCEL_FUNCTIONS.lane.maxDurationSeconds} s maxDuration to claim and record the attempt; at most ` +
+        `${LANE_MAX_DURATION_SECONDS} s maxDuration to claim and record the attempt; at most ` +
         `${maxDurationMs - LANE_ATTEMPT_OVERHEAD_MS} on Vercel`,
     );
   }
-  const visibilitySeconds = VERCEL_FUNCTIONS.lane.maxDurationSeconds;
+  const visibilitySeconds = LANE_MAX_DURATION_SECONDS;
   const { min, max } = VERCEL_QUEUES.visibilitySeconds;
   if (visibilitySeconds < min || visibilitySeconds > max) {
     throw new ConfigError(
