@@ -128,11 +128,18 @@ describe("isolation on the lane", () => {
         // Each attempt's deliver message was handled once: nothing is redelivered forever.
         // Each deliver message was settled after at most a look or two (one that came a little early
         // waits its remaining time): nothing is redelivered forever.
-        await harness.queue!.drained();
-        const deliveries = harness.queue!.messages.filter((m) => m.topic === DELIVER_TOPIC);
+        // An invocation goes on with its webhook's next due attempt, so a retry's message, delayed until the row is
+        // due, may arrive after the attempt was made: it is then acknowledged on its one push.
+        const deliveries = await eventually(
+          async () => {
+            await harness.queue!.drained();
+            return harness.queue!.messages.filter((m) => m.topic === DELIVER_TOPIC);
+          },
+          (found) => found.every((m) => m.acknowledged),
+          { timeoutMs: 10_000, everyMs: 100 },
+        );
         const counts = deliveries.map((m) => m.deliveryCount);
         console.log(`vercel: ${deliveries.length} deliver messages, delivery counts ${JSON.stringify(counts)}`);
-        expect(deliveries.every((m) => m.acknowledged)).toBe(true);
         expect(Math.max(...counts)).toBeLessThanOrEqual(3);
       }
     });
