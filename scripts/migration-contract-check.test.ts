@@ -3,8 +3,23 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { contractions } from "../lib/db/migration-contractions.ts";
+import { contractions, lockingIndexes } from "../lib/db/migration-contractions.ts";
 import { contractProblems } from "./migration-contract-check.ts";
+
+describe("indexes a migration builds inside its transaction", () => {
+  it("names a plain CREATE INDEX on a table an earlier migration made, not a concurrent one or a new table's", () => {
+    const sql = [
+      'CREATE TABLE "fresh" ("id" text PRIMARY KEY, "at" timestamptz);',
+      'CREATE INDEX "fresh_at_idx" ON "fresh" USING btree ("at");',
+      'CREATE UNIQUE INDEX IF NOT EXISTS "webhook_dispatch_key_idx" ON "webhook_dispatch" ("event_id", "webhook_id");',
+      'CREATE INDEX CONCURRENTLY "webhook_dispatch_created_idx" ON "webhook_dispatch" ("created_at");',
+      "-- CREATE INDEX in_a_comment ON webhook (x);",
+    ].join("\n--> statement-breakpoint\n");
+    expect(lockingIndexes(sql).map((l) => [l.index, l.table])).toEqual([
+      ["webhook_dispatch_key_idx", "webhook_dispatch"],
+    ]);
+  });
+});
 
 describe("what a migration takes away", () => {
   it("reads drops, renames and retypes, not comments or additions", () => {

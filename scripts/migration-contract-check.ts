@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { callersAmong, contractions } from "../lib/db/migration-contractions.ts";
+import { callersAmong, contractions, lockingIndexes } from "../lib/db/migration-contractions.ts";
 
 /**
  * `db:check`'s expand/contract rule: a migration after the baseline that
@@ -18,7 +18,15 @@ export function contractProblems(cwd: string, folder = "drizzle"): string[] {
   const tags = journal.entries.map((entry) => entry.tag);
   const problems: string[] = [];
   for (let i = 1; i < tags.length; i++) {
-    const taken = contractions(readFileSync(join(cwd, folder, `${tags[i]}.sql`), "utf8"));
+    const migration = readFileSync(join(cwd, folder, `${tags[i]}.sql`), "utf8");
+    for (const locking of lockingIndexes(migration)) {
+      problems.push(
+        `${tags[i]}: \`${locking.statement}\` builds ${locking.index} on ${locking.table}, a table an earlier migration ` +
+          `made and that may be large, inside the migration's transaction (writes to it wait for the build): ` +
+          `write CREATE INDEX CONCURRENTLY, which the migrator builds outside it`,
+      );
+    }
+    const taken = contractions(migration);
     if (taken.length === 0) continue;
     const previous = `${folder}/${tags[i - 1]}.sql`;
     const release = history(cwd, previous);

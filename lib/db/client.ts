@@ -7,7 +7,7 @@ import pg from "pg";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
-import { applyMigrations, MIGRATIONS_FOLDER, refuseOlderHistory, verifySchema } from "./migrations.ts";
+import { applyMigrations, refuseOlderHistory, verifySchema } from "./migrations.ts";
 // Imported, not read from disk: a function bundle is traced from its imports, and always carries it.
 import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
 import { NotifyCoalescer, TransactionLink, type PipelinedLink } from "./pipelined-transaction.ts";
@@ -280,21 +280,17 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
 async function openPglite(options: DatabaseOptions): Promise<Database> {
   const dataDir = options.pgliteDataDir ?? "memory://";
   if (!options.pglite && !dataDir.includes("://")) mkdirSync(dataDir, { recursive: true });
-  const [{ drizzle: drizzlePglite }, { migrate: migratePglite }] = await Promise.all([
-    import("drizzle-orm/pglite"),
-    import("drizzle-orm/pglite/migrator"),
-  ]);
+  const { drizzle: drizzlePglite } = await import("drizzle-orm/pglite");
   const client = options.pglite ?? (await (await import("@electric-sql/pglite")).PGlite.create(dataDir));
   const applied = await client
     .query<{ first: string | null }>("select min(created_at)::text as first from drizzle.__drizzle_migrations")
     .catch(() => undefined);
   const first = applied?.rows[0]?.first;
   refuseOlderHistory(first == null ? null : Number(first), journal.entries[0]?.when);
-  await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS_FOLDER });
   const counter = queryCounter();
   const db = drizzlePglite(client, { schema, logger: counter }) as unknown as Db;
   const channels = new Set<string>();
-  return facade("pglite", db, {
+  const database = facade("pglite", db, {
     async listen(channel, onNotify) {
       channels.add(channel);
       return client.listen(channel, onNotify);
@@ -308,6 +304,9 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
     counter,
     close: () => client.close(),
   });
+  // One process, nothing writing beside the migrator: an index meant to be built concurrently is built in place.
+  await applyMigrations(database, undefined, { concurrently: false });
+  return database;
 }
 
 /**

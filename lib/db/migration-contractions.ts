@@ -53,3 +53,32 @@ export function callersAmong(paths: readonly string[], contraction: Contraction)
       !(contraction.kind === "function" && path === `lib/db/functions/${contraction.name}.sql`),
   );
 }
+
+/** An index a migration builds in its transaction on a table it did not create: writes to that table wait meanwhile. */
+export interface LockingIndex {
+  index: string;
+  table: string;
+  statement: string;
+}
+
+/**
+ * The `CREATE INDEX` statements of the migration `sql`, without
+ * CONCURRENTLY, on a table the same migration does not create: on a large
+ * table such a build holds writes for as long as it takes, and a
+ * deployment's build runs it against the live database.
+ */
+export function lockingIndexes(sql: string): LockingIndex[] {
+  const code = sql.replace(/--[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
+  const created = new Set(
+    [...code.matchAll(/\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w".]+)/gi)].map((m) => bare(m[1]!)),
+  );
+  return [
+    ...code.matchAll(
+      /\bCREATE\s+(?:UNIQUE\s+)?INDEX\s+(?!CONCURRENTLY\b)(?:IF\s+NOT\s+EXISTS\s+)?([\w"]+)\s+ON\s+(?:ONLY\s+)?([\w".]+)/gi,
+    ),
+  ]
+    .filter((m) => !created.has(bare(m[2]!)))
+    .map((m) => ({ index: bare(m[1]!), table: bare(m[2]!), statement: m[0]!.trim() }));
+}
+
+const bare = (name: string) => name.replaceAll('"', "").split(".").at(-1)!;

@@ -39,11 +39,20 @@ export class SchemaBehindError extends Error {
  * outlive its transaction or be released on another server connection (as
  * a session lock can behind a transaction-mode pooler). `migrations`: the
  * committed ones, or a prefix of them (a database left behind, in tests).
+ *
+ * A `CREATE INDEX CONCURRENTLY` (for a table that may already be large:
+ * writes go on while it builds) cannot run in a transaction: it is left out
+ * of it and built after it commits (`ensureConcurrentIndexes`), by every
+ * migrator, until the index is there and valid. With `concurrently: false`
+ * (the embedded database, where nothing writes beside the migrator) it is
+ * built in the transaction like any other statement.
  */
 export async function applyMigrations(
   database: Database,
   migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }),
+  options: { concurrently?: boolean } = {},
 ): Promise<void> {
+  const concurrently = options.concurrently ?? true;
   await database.transaction(async (tx) => {
     await tx.rows(sql`select pg_advisory_xact_lock(${MIGRATION_LOCK})`);
     await tx.rows(sql`create schema if not exists drizzle`);
@@ -59,12 +68,66 @@ export async function applyMigrations(
     );
     for (const migration of migrations) {
       if (last && Number(last.created_at) >= migration.folderMillis) continue;
-      for (const statement of migration.sql) await tx.rows(sql.raw(statement));
+      for (const statement of migration.sql) {
+        const index = concurrentIndex(statement);
+        if (index && concurrently) continue;
+        await tx.rows(sql.raw(index ? index.inTransaction : statement));
+      }
       await tx.rows(sql`
         insert into drizzle.__drizzle_migrations (hash, created_at) values (${migration.hash}, ${migration.folderMillis})
       `);
     }
   });
+  if (concurrently) await ensureConcurrentIndexes(database, migrations);
+}
+
+/** A `CREATE [UNIQUE] INDEX CONCURRENTLY` statement: the index's name, and the statement fit for each way of running it. */
+export interface ConcurrentIndex {
+  name: string;
+  /** Outside a transaction, with IF NOT EXISTS: safe to run again. */
+  concurrent: string;
+  /** The same index built in a transaction (without CONCURRENTLY), where nothing writes beside the migrator. */
+  inTransaction: string;
+}
+
+const CONCURRENT_INDEX = /^(\s*CREATE\s+(?:UNIQUE\s+)?INDEX\s+)CONCURRENTLY\s+(IF\s+NOT\s+EXISTS\s+)?("[^"]+"|\w+)/i;
+
+/** The concurrent index a migration statement creates, if it creates one. */
+export function concurrentIndex(statement: string): ConcurrentIndex | undefined {
+  const code = statement.replace(/^(\s*--[^\n]*\n)+/, "");
+  const match = CONCURRENT_INDEX.exec(code);
+  if (!match) return undefined;
+  const [whole, create, , quoted] = match;
+  const rest = code.slice(whole!.length);
+  return {
+    name: quoted!.replaceAll('"', ""),
+    concurrent: `${create}CONCURRENTLY IF NOT EXISTS ${quoted}${rest}`,
+    inTransaction: `${create}IF NOT EXISTS ${quoted}${rest}`,
+  };
+}
+
+/**
+ * Builds every concurrent index of the applied migrations that is missing,
+ * and builds again one a failed or killed build left invalid — unless
+ * another migrator is building it now (it finishes it). An index that is
+ * there and valid costs one catalogue read.
+ */
+export async function ensureConcurrentIndexes(
+  database: Database,
+  migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }),
+): Promise<void> {
+  const indexes = migrations.flatMap((m) => m.sql.map(concurrentIndex).filter((i) => i !== undefined));
+  for (const index of indexes) {
+    const [state] = await database.rows<{ valid: boolean; building: boolean }>(sql`
+      select i.indisvalid as valid,
+        exists (select 1 from pg_stat_progress_create_index p where p.index_relid = c.oid) as building
+      from pg_class c join pg_index i on i.indexrelid = c.oid
+      where c.relname = ${index.name} and c.relnamespace = 'public'::regnamespace
+    `);
+    if (state?.valid || state?.building) continue;
+    if (state) await database.rows(sql.raw(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`));
+    await database.rows(sql.raw(index.concurrent));
+  }
 }
 
 /**
