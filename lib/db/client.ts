@@ -7,6 +7,7 @@ import pg from "pg";
 import { silentLogger, type Logger } from "../log/logger.ts";
 import { createSharedListener, type ListenerHealth } from "./database-listener.ts";
 import { createOutageTracker, type OutageTracker } from "./database-outage.ts";
+import { lockDataDir } from "./data-dir-lock.ts";
 import { applyMigrations, refuseOlderHistory, verifySchema } from "./migrations.ts";
 // Imported, not read from disk: a function bundle is traced from its imports, and always carries it.
 import journal from "../../drizzle/meta/_journal.json" with { type: "json" };
@@ -279,9 +280,18 @@ function facade(kind: Database["kind"], db: Db, parts: FacadeParts): Database {
 
 async function openPglite(options: DatabaseOptions): Promise<Database> {
   const dataDir = options.pgliteDataDir ?? "memory://";
-  if (!options.pglite && !dataDir.includes("://")) mkdirSync(dataDir, { recursive: true });
+  const onDisk = !options.pglite && !dataDir.includes("://");
+  if (onDisk) mkdirSync(dataDir, { recursive: true });
+  // One process's database: a second one on the same folder is refused before it opens it.
+  const unlock = onDisk ? lockDataDir(dataDir) : () => {};
+  let client: PGlite;
+  try {
+    client = options.pglite ?? (await (await import("@electric-sql/pglite")).PGlite.create(dataDir));
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   const { drizzle: drizzlePglite } = await import("drizzle-orm/pglite");
-  const client = options.pglite ?? (await (await import("@electric-sql/pglite")).PGlite.create(dataDir));
   const applied = await client
     .query<{ first: string | null }>("select min(created_at)::text as first from drizzle.__drizzle_migrations")
     .catch(() => undefined);
@@ -302,7 +312,10 @@ async function openPglite(options: DatabaseOptions): Promise<Database> {
       probe: () => client.query("select 1"),
     }),
     counter,
-    close: () => client.close(),
+    close: async () => {
+      await client.close();
+      unlock();
+    },
   });
   // One process, nothing writing beside the migrator: an index meant to be built concurrently is built in place.
   await applyMigrations(database, undefined, { concurrently: false });
