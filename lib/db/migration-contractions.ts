@@ -24,13 +24,19 @@ const PATTERNS: Array<[Contraction["kind"], RegExp]> = [
   ["constraint", /\bDROP\s+CONSTRAINT\s+(?:IF\s+EXISTS\s+)?([\w"]+)/gi],
 ];
 
+/** A migration's SQL without its comments, which are never read as statements. */
+const withoutComments = (sql: string) => sql.replace(/--[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
+
+/** An object's name as code spells it: unquoted, without its schema. */
+const bare = (name: string) => name.replaceAll('"', "").split(".").at(-1)!;
+
 /** What the migration `sql` takes away, in the order written; comments are not read. */
 export function contractions(sql: string): Contraction[] {
-  const code = sql.replace(/--[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
+  const code = withoutComments(sql);
   const found: Array<Contraction & { at: number }> = [];
   for (const [kind, pattern] of PATTERNS) {
     for (const match of code.matchAll(pattern)) {
-      const name = match[1]!.replaceAll('"', "").split(".").at(-1)!;
+      const name = bare(match[1]!);
       const lineStart = code.lastIndexOf("\n", match.index) + 1;
       const lineEnd = code.indexOf("\n", match.index);
       const statement = code.slice(lineStart, lineEnd === -1 ? undefined : lineEnd).trim();
@@ -68,7 +74,7 @@ export interface LockingIndex {
  * deployment's build runs it against the live database.
  */
 export function lockingIndexes(sql: string): LockingIndex[] {
-  const code = sql.replace(/--[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
+  const code = withoutComments(sql);
   const created = new Set(
     [...code.matchAll(/\bCREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?([\w".]+)/gi)].map((m) => bare(m[1]!)),
   );
@@ -80,5 +86,3 @@ export function lockingIndexes(sql: string): LockingIndex[] {
     .filter((m) => !created.has(bare(m[2]!)))
     .map((m) => ({ index: bare(m[1]!), table: bare(m[2]!), statement: m[0]!.trim() }));
 }
-
-const bare = (name: string) => name.replaceAll('"', "").split(".").at(-1)!;

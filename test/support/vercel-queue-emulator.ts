@@ -529,7 +529,7 @@ const matches = (patterns: readonly string[], topic: string) =>
   patterns.some((p) => p === topic || (p.endsWith("*") && topic.startsWith(p.slice(0, -1))));
 
 /** The lane functions' queue triggers, as the project configuration (vercel.ts) registers them for `env`. */
-export function laneTriggers(env: Record<string, string> = {}): Array<{ topic: string; options: ConsumerOptions }> {
+function laneTriggers(env: Record<string, string> = {}): Array<{ topic: string; options: ConsumerOptions }> {
   return Object.values(vercelProjectConfig(env).functions).flatMap((settings) =>
     (settings.experimentalTriggers ?? []).map((trigger) => ({
       topic: trigger.topic,

@@ -129,7 +129,6 @@ export async function nextDueDispatch(database: Database, webhookId: string): Pr
 
 export interface DispatchState extends DeliverTarget {
   status: DispatchStatus;
-  webhookId: string;
   webhookActive: boolean;
   /** How long the lease on it still holds; ≤ 0 when none does. */
   leaseLeftMs: number;
@@ -143,7 +142,7 @@ export interface DispatchState extends DeliverTarget {
    * Each takes the webhook's next due dispatches in turn.
    */
   webhookWorkers: number;
-  /** Due dispatches of its webhook ahead of it (counted up to 10,000). */
+  /** Due dispatches of its webhook ahead of it (counted up to 10,000), when the webhook has a rate limit; else 0. */
   ahead: number;
 }
 
@@ -152,7 +151,6 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
   const [row] = await database.rows<
     TargetRow & {
       status: DispatchStatus;
-      webhook_id: string;
       webhook_active: boolean;
       lease_left_ms: number | string;
       breaker_left_ms: number | string;
@@ -161,7 +159,7 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
       ahead: number | string;
     }
   >(sql`
-    select d.id, d.run, d.attempt_count + 1 as attempt, d.status, d.webhook_id, w.status = 'active' as webhook_active,
+    select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' as webhook_active,
       (extract(epoch from (coalesce(o.next_attempt_at, d.next_attempt_at) - now())) * 1000)::float8 as due_in_ms,
       coalesce(extract(epoch from (o.locked_until - now())) * 1000, 0)::float8 as lease_left_ms,
       coalesce(extract(epoch from (w.breaker_open_until - now())) * 1000, 0)::float8 as breaker_left_ms,
@@ -170,7 +168,8 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
         where b.until > now() and (b.by_webhook -> d.webhook_id) is not null) as webhook_workers,
       (select count(*) from (
         select 1 from webhook_dispatch_open a
-        where o.dispatch_id is not null and a.webhook_id = d.webhook_id and a.next_attempt_at < o.next_attempt_at
+        where w.rate_limit is not null and o.dispatch_id is not null and a.webhook_id = d.webhook_id
+          and a.next_attempt_at < o.next_attempt_at
         limit 10000) ahead) as ahead
     from webhook_dispatch d join webhook w on w.id = d.webhook_id
       left join webhook_dispatch_open o on o.dispatch_id = d.id
@@ -180,7 +179,6 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
   return {
     ...toTarget(row),
     status: row.status,
-    webhookId: row.webhook_id,
     webhookActive: row.webhook_active,
     leaseLeftMs: Number(row.lease_left_ms),
     breakerLeftMs: Number(row.breaker_left_ms),

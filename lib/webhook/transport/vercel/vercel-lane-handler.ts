@@ -68,8 +68,6 @@ export interface VercelLaneDeps {
   mailer?: Mailer | undefined;
   /** The clock a message's expiry is judged by (the emulator's, in tests). */
   now?: () => number;
-  /** Jitter's source (tests pin it). */
-  random?: () => number;
 }
 
 /**
@@ -245,8 +243,8 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
       return;
     } else {
       const turnMs = state.rateLimit ? ((state.ahead + 1) / state.rateLimit) * 1_000 : HELD_LOOK_AGAIN.capMs;
-      const random = deps.random ?? Math.random;
-      lookAgainMs = Math.max(HELD_LOOK_AGAIN.floorMs, waitMs ?? 0, turnMs) * (1 + random() * HELD_LOOK_AGAIN.jitter);
+      lookAgainMs =
+        Math.max(HELD_LOOK_AGAIN.floorMs, waitMs ?? 0, turnMs) * (1 + Math.random() * HELD_LOOK_AGAIN.jitter);
     }
     const plan = lookAgainPlan(lookAgainMs, metadata, now());
     if ("afterSeconds" in plan) {
