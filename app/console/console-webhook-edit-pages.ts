@@ -1,16 +1,43 @@
 import { html } from "hono/html";
+import { hears } from "../../lib/webhook/catalogue/subscribable-events.ts";
 import { layout, tokenField, type PageContext } from "./console-layout.ts";
 import type { EventType, Webhook } from "./console-webhook-pages.ts";
 
-/** Create or edit: the same form, filled in when editing. */
+/** What the form sends: shown again as it was when the API refuses it. */
+export interface WebhookFormValues {
+  url: string;
+  description: string;
+  events: string[];
+  scheme?: string | undefined;
+}
+
+const SCHEMES = [
+  ["hooklane-v1", "hooklane-v1 (Stripe-compatible)"],
+  ["standard-webhooks", "Standard Webhooks"],
+] as const;
+
+/**
+ * Create or edit: the same form, filled in with the webhook when editing,
+ * and with what was sent when it was refused. The checkboxes offer only the
+ * events the webhook's scope hears: an account webhook never hears an event
+ * no account owns.
+ */
 export function webhookFormPage(input: {
   webhook?: Webhook;
+  values?: WebhookFormValues | undefined;
   eventTypes: EventType[];
   error?: string | undefined;
   context: PageContext;
 }) {
   const w = input.webhook;
-  const chosen = new Set(w?.events ?? []);
+  const values: WebhookFormValues = input.values ?? {
+    url: w?.url ?? "",
+    description: w?.description ?? "",
+    events: w?.events ?? [],
+  };
+  const chosen = new Set(values.events);
+  const audience = w && w.account === null ? "global" : "account";
+  const offered = input.eventTypes.filter((t) => hears(audience, t.ownerKind));
   const base = input.context.base;
   const action = w ? `${base}/webhooks/${w.id}/edit` : `${base}/webhooks`;
   return layout(
@@ -25,13 +52,13 @@ export function webhookFormPage(input: {
             name="url"
             type="url"
             required
-            value="${w?.url ?? ""}"
+            value="${values.url}"
             placeholder="https://example.com/hooks"
           />
         </div>
         <div class="field">
           <label for="description">Description</label>
-          <input id="description" name="description" type="text" maxlength="500" value="${w?.description ?? ""}" />
+          <input id="description" name="description" type="text" maxlength="500" value="${values.description}" />
         </div>
         <fieldset>
           <legend>Events to send</legend>
@@ -39,13 +66,24 @@ export function webhookFormPage(input: {
             ><input type="checkbox" name="events" value="*" ${chosen.has("*") ? "checked" : ""} /> All events
             (<code>*</code>)</label
           >
-          ${input.eventTypes.map(
+          ${offered.map(
             (t) =>
               html`<br /><label
                   ><input type="checkbox" name="events" value="${t.id}" ${chosen.has(t.id) ? "checked" : ""} />
                   <code>${t.id}</code></label
                 >`,
           )}
+          ${
+            audience === "account" && offered.length < input.eventTypes.length
+              ? html`<p>
+                  Events that belong to no account
+                  (${input.eventTypes
+                    .filter((t) => !hears(audience, t.ownerKind))
+                    .map((t, i) => html`${i ? ", " : ""}<code>${t.id}</code>`)})
+                  reach only global webhooks.
+                </p>`
+              : ""
+          }
         </fieldset>
         ${
           w
@@ -53,8 +91,10 @@ export function webhookFormPage(input: {
             : html`<div class="field">
                 <label for="scheme">Signature scheme</label>
                 <select id="scheme" name="scheme">
-                  <option value="hooklane-v1">hooklane-v1 (Stripe-compatible)</option>
-                  <option value="standard-webhooks">Standard Webhooks</option>
+                  ${SCHEMES.map(
+                    ([value, label]) =>
+                      html`<option value="${value}" ${values.scheme === value ? "selected" : ""}>${label}</option>`,
+                  )}
                 </select>
               </div>`
         }
@@ -64,10 +104,30 @@ export function webhookFormPage(input: {
   );
 }
 
-/** The one time a secret is shown: after creating a webhook, or rotating its secret. */
-export function secretPage(input: { webhook: Webhook; secret: string; rotated: boolean; context: PageContext }) {
+/**
+ * The one time a secret is shown: after creating a webhook, or rotating its
+ * secret. Reached by a redirect, so reloading it runs nothing again; without
+ * `secret` it says the secret was shown already.
+ */
+export function secretPage(input: {
+  webhook: Webhook;
+  secret?: string | undefined;
+  rotated: boolean;
+  context: PageContext;
+}) {
   const { webhook: w, secret, rotated } = input;
   const base = input.context.base;
+  if (secret === undefined) {
+    return layout(
+      "Secret already shown",
+      html`<p>
+          This signing secret was shown once and is not shown again: only its encrypted form is kept. If it was not
+          copied, rotate the secret on the webhook's page to get a new one.
+        </p>
+        <p><a href="${base}/webhooks/${w.id}">Continue to the webhook</a></p>`,
+      { signedIn: true, ...input.context },
+    );
+  }
   return layout(
     rotated ? "Secret rotated" : "Webhook created",
     html`<p class="warning" role="alert">

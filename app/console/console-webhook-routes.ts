@@ -2,8 +2,9 @@ import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
-import { deletePage, secretPage, webhookFormPage } from "./console-webhook-edit-pages.ts";
-import { webhookPage, webhooksPage, type EventType, type LogFilters } from "./console-webhook-pages.ts";
+import { deletePage, secretPage, webhookFormPage, type WebhookFormValues } from "./console-webhook-edit-pages.ts";
+import { handOverSecret, takeSecret } from "./secret-handover.ts";
+import { webhookPage, webhooksPage, type EventType, type LogFilters, type Webhook } from "./console-webhook-pages.ts";
 
 const PAGE_SIZE = 25;
 const LOG_PAGE_SIZE = 50;
@@ -14,6 +15,13 @@ const webhookForm = z.object({
   events: z.union([z.string(), z.array(z.string())]).transform((e) => (Array.isArray(e) ? e : [e])),
   scheme: z.enum(["hooklane-v1", "standard-webhooks"]).optional(),
 });
+
+/** What a form sent, whatever it was: shown again when it is refused, so nothing typed or ticked is lost. */
+function sentValues(body: Record<string, unknown>): WebhookFormValues {
+  const text = (value: unknown) => (typeof value === "string" ? value : "");
+  const events = ([] as unknown[]).concat(body.events ?? []).filter((e): e is string => typeof e === "string");
+  return { url: text(body.url), description: text(body.description), events, scheme: text(body.scheme) };
+}
 
 // `datetime-local` gives minutes (or seconds) without a zone; the console labels it UTC.
 const LOCAL_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/;
@@ -77,28 +85,46 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     return answered(c, types, (body) => c.html(webhookFormPage({ eventTypes: body.data, context: context(c) })));
   });
 
-  app.post(`${prefix}/webhooks`, async (c) => {
-    const form = webhookForm.safeParse(await c.req.parseBody({ all: true }));
-    if (!form.success) {
-      const page = webhookFormPage({
+  /** The form again, as it was sent, with why it was refused (422). */
+  const refusedForm = async (c: Context<HooklaneEnv>, sent: WebhookFormValues, error: string, webhook?: Webhook) =>
+    c.html(
+      webhookFormPage({
+        ...(webhook ? { webhook } : {}),
+        values: sent,
         eventTypes: await eventTypes(c),
-        error: "Give an endpoint URL and choose at least one event.",
+        error,
         context: context(c),
-      });
-      return c.html(page, 422);
-    }
-    const created = await call(c, "POST", "/v3/webhooks", form.data);
-    if (created && created.status === 422) {
-      const page = webhookFormPage({
-        eventTypes: await eventTypes(c),
-        error: created.body.detail,
-        context: context(c),
-      });
-      return c.html(page, 422);
-    }
-    return answered(c, created, (body) =>
-      c.html(secretPage({ webhook: body, secret: body.secret, rotated: false, context: context(c) })),
+      }),
+      422,
     );
+
+  /** After a create or a rotation: the secret waits for its page, and the browser is sent there (Post/Redirect/Get). */
+  const toSecretPage = async (c: Context<HooklaneEnv>, body: { id: string; secret: string }, rotated: boolean) => {
+    const token = await handOverSecret(c.get("hooklane"), { webhookId: body.id, secret: body.secret, rotated });
+    return c.redirect(`${context(c).base}/webhooks/${encodeURIComponent(body.id)}/secret/${token}`, 303);
+  };
+
+  app.post(`${prefix}/webhooks`, async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    const form = webhookForm.safeParse(body);
+    if (!form.success) return refusedForm(c, sentValues(body), "Give an endpoint URL and choose at least one event.");
+    const created = await call(c, "POST", "/v3/webhooks", form.data);
+    if (created?.status === 422) return refusedForm(c, sentValues(body), created.body.detail);
+    return answered(c, created, (hook) => toSecretPage(c, hook, false));
+  });
+
+  app.get(`${prefix}/webhooks/:id/secret/:token`, async (c) => {
+    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+    if (!hook?.ok) return answered(c, hook, () => c.body(null));
+    const taken = await takeSecret(c.get("hooklane"), c.req.param("token"), hook.body.id);
+    c.header("Cache-Control", "no-store");
+    const page = secretPage({
+      webhook: hook.body,
+      secret: taken?.secret,
+      rotated: taken?.rotated ?? false,
+      context: context(c),
+    });
+    return c.html(page, taken ? 200 : 410);
   });
 
   app.get(`${prefix}/webhooks/:id/edit`, async (c) => {
@@ -108,10 +134,16 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
   });
 
   app.post(`${prefix}/webhooks/:id/edit`, async (c) => {
-    const form = webhookForm.omit({ scheme: true }).safeParse(await c.req.parseBody({ all: true }));
-    if (!form.success) return tools.badForm(c, "Give an endpoint URL and choose at least one event.");
+    const body = await c.req.parseBody({ all: true });
+    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+    if (!hook?.ok) return answered(c, hook, () => c.body(null));
+    const form = webhookForm.omit({ scheme: true }).safeParse(body);
+    if (!form.success) {
+      return refusedForm(c, sentValues(body), "Give an endpoint URL and choose at least one event.", hook.body);
+    }
     const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
-    return answered(c, updated, (body) => c.redirect(back(context(c).base, body.id, "Changes saved."), 303));
+    if (updated?.status === 422) return refusedForm(c, sentValues(body), updated.body.detail, hook.body);
+    return answered(c, updated, (saved) => c.redirect(back(context(c).base, saved.id, "Changes saved."), 303));
   });
 
   for (const [action, status, notice] of [
@@ -126,9 +158,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
 
   app.post(`${prefix}/webhooks/:id/rotate-secret`, async (c) => {
     const rotated = await call(c, "POST", `/v3/webhooks/${idOf(c)}/rotate-secret`);
-    return answered(c, rotated, (body) =>
-      c.html(secretPage({ webhook: body, secret: body.secret, rotated: true, context: context(c) })),
-    );
+    return answered(c, rotated, (hook) => toSecretPage(c, hook, true));
   });
 
   app.post(`${prefix}/webhooks/:id/test`, async (c) => {

@@ -691,3 +691,26 @@ export const portalSession = pgTable(
   ],
 );
 export type PortalSessionRow = typeof portalSession.$inferSelect;
+
+/**
+ * A signing secret on its way to the console page that shows it, once. The
+ * form that created the webhook or rotated its secret stores the secret here
+ * (sealed) and redirects to a page named by a random token, so reloading the
+ * page cannot run the action again; that page takes the row (only the
+ * token's SHA-256 is kept), and the secret is not shown a second time. Rows
+ * last ten minutes; the sweeper prunes what nobody took.
+ */
+export const secretHandover = pgTable(
+  "secret_handover",
+  {
+    /** SHA-256 of the page's token, base64url. */
+    idHash: text("id_hash").primaryKey(),
+    webhookId: text("webhook_id").notNull(),
+    secretSealed: text("secret_sealed").notNull(),
+    /** Shown after a rotation (the previous secret keeps signing for its grace) rather than a create. */
+    rotated: boolean("rotated").notNull(),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true, mode: "date" }).notNull(),
+  },
+  (t) => [index("secret_handover_expires_idx").on(t.expiresAt)],
+);

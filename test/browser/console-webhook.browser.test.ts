@@ -34,8 +34,17 @@ describe.skipIf(!hasChromium())("the console in a browser: a webhook's life", ()
     await screenshot(page, "1-secret-shown-once");
     const secret = (await page.locator("#secret").textContent())!.trim();
     expect(secret).toMatch(/^whsec_/);
+    // The secret's page came by a redirect: reloading it creates nothing and shows the secret no more.
+    await page.reload();
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Secret already shown");
+    expect(await page.content()).not.toContain(secret);
+    const mine = (await api("GET", "/v3/webhooks?limit=100")).body.data.filter(
+      (w: { url: string }) => w.url === `${receiver.url}/hooks`,
+    );
+    expect(mine).toHaveLength(1);
     await page.getByRole("link", { name: "Continue to the webhook" }).click();
     const webhookId = page.url().split("/").pop()!;
+    expect(webhookId).toBe(mine[0].id);
     expect((await api("GET", `/v3/webhooks/${webhookId}`)).body).toMatchObject({
       url: `${receiver.url}/hooks`,
       description: "orders sync",
@@ -111,6 +120,14 @@ describe.skipIf(!hasChromium())("the console in a browser: a webhook's life", ()
     await verifyWebhook({ payload: post!.body, headers: post!.headers as never, secret: rotated });
     expect(String(post!.headers["hooklane-signature"]).match(/v1=/g)).toHaveLength(2);
 
+    // Reloading the rotation's page rotates nothing: one audit entry, the same secret still signs.
+    await page.reload();
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Secret already shown");
+    const audit = await api("GET", `/v3/audit-log?target=${id}&limit=100`);
+    const rotations = audit.body.data.filter((e: { action: string }) => e.action === "webhook.secret-rotated");
+    expect(rotations).toHaveLength(1);
+    expect((await api("GET", `/v3/webhooks/${id}`)).body.previousSecretExpires).toBe(after.previousSecretExpires);
+
     await page.getByRole("link", { name: "Continue to the webhook" }).click();
     await page.getByRole("link", { name: "Delete…" }).click();
     await page.getByRole("button", { name: "Delete this webhook" }).click();
@@ -118,5 +135,45 @@ describe.skipIf(!hasChromium())("the console in a browser: a webhook's life", ()
     expect(await page.getByRole("status").first().innerText()).toContain(`Webhook ${id} deleted.`);
     expect((await api("GET", `/v3/webhooks/${id}`)).status).toBe(404);
     expect(await page.content()).not.toContain(`/console/webhooks/${id}"`);
+  });
+
+  it("keeps every field when a form is refused, and offers only the events an account webhook can hear", async () => {
+    const page = await fixture.page();
+    await fixture.signIn(page, ACCOUNT);
+    await page.goto(`${fixture.origin}/console/webhooks/new`);
+    const offered = await page
+      .locator('input[name="events"]')
+      .evaluateAll((boxes) => boxes.map((box) => box.getAttribute("value")));
+    expect(offered).toContain("payment-debt.created");
+    for (const globalOnly of ["payment-debt.purged", "subscription.purged", "general.address.created"]) {
+      expect(offered).not.toContain(globalOnly);
+    }
+    // The API refuses a special-use domain: the form comes back as it was sent, with the reason.
+    await page.getByLabel("Endpoint URL").fill("https://hooks.acme.invalid/in");
+    await page.getByLabel("Description").fill("kept on refusal");
+    await page.getByLabel("payment-debt.created").check();
+    await page.getByLabel("subscription.updated").check();
+    await page.getByLabel("Signature scheme").selectOption("standard-webhooks");
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    expect(await page.getByRole("alert").innerText()).toContain(".invalid is a special-use");
+    expect(await page.getByLabel("Endpoint URL").inputValue()).toBe("https://hooks.acme.invalid/in");
+    expect(await page.getByLabel("Description").inputValue()).toBe("kept on refusal");
+    expect(await page.getByLabel("payment-debt.created").isChecked()).toBe(true);
+    expect(await page.getByLabel("subscription.updated").isChecked()).toBe(true);
+    expect(await page.getByLabel("payment-debt.updated").isChecked()).toBe(false);
+    expect(await page.getByLabel("Signature scheme").inputValue()).toBe("standard-webhooks");
+    await screenshot(page, "4-refused-form-kept");
+    // Corrected, it is created with what was kept.
+    await page.getByLabel("Endpoint URL").fill(`${receiver.url}/kept`);
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Webhook created");
+    const created = (await api("GET", "/v3/webhooks?limit=100")).body.data.find(
+      (w: { url: string }) => w.url === `${receiver.url}/kept`,
+    );
+    expect(created).toMatchObject({
+      description: "kept on refusal",
+      events: ["payment-debt.created", "subscription.updated"],
+      scheme: "standard-webhooks",
+    });
   });
 });

@@ -38,7 +38,7 @@ export function addListenSessionCreate(router: OperationRouter): void {
       const database = c.get("database");
       const principal = c.get("principal");
       const secret = generateWebhookSecret();
-      const events = await assertSubscribableEvents(database, body.events);
+      const events = await assertSubscribableEvents(database, body.events, "account");
       const secretSealed = await secrets.seal(secret);
       const row = await accountQuotas.listenSession(c, principal.account, async (tx) => {
         const [inserted] = await tx.db

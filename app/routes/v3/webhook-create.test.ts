@@ -47,4 +47,39 @@ describe("POST /v3/webhooks: who and where", () => {
       expect(changed.status).toBe(422);
     },
   );
+
+  it("refuses account subscriptions to events no account owns, naming the event; a global webhook may hear them", async () => {
+    await harness.call("POST", "/v3/accounts", { ...ADMIN, body: { id: "acc_scope", name: "Scope" } });
+    const before = await webhooks();
+    const globalOnly = ["payment-debt.purged", "subscription.purged", "general.address.created"];
+    for (const name of globalOnly) {
+      const events = ["payment-debt.created", name];
+      const created = await create({ account: "acc_scope" }, { url: "http://localhost:4000/scope", events });
+      expect(created.status).toBe(422);
+      expect(created.body.errors).toEqual([
+        {
+          field: "events[1]",
+          message: expect.stringContaining(`${name} belongs to no account, so only global webhooks`),
+        },
+      ]);
+      const listen = await harness.call("POST", "/v3/listen-sessions", {
+        account: "acc_scope",
+        body: { events, forwardTo: "http://localhost:4000/listen" },
+      });
+      expect(listen.status).toBe(422);
+    }
+    expect(await webhooks()).toBe(before);
+    // Changing an account webhook's events is checked the same way; `*` stays what the scope can hear.
+    const hook = await create({ account: "acc_scope" }, { url: "http://localhost:4000/scope" });
+    expect(hook.status).toBe(201);
+    const changed = await harness.call("PATCH", `/v3/webhooks/${hook.body.id}`, {
+      account: "acc_scope",
+      body: { events: ["general.address.updated"] },
+    });
+    expect(changed.status).toBe(422);
+    expect(changed.body.detail).toContain("events[0]: general.address.updated belongs to no account");
+    const global = await create(ADMIN, { url: "http://localhost:4000/global", scope: "global", events: globalOnly });
+    expect(global.status).toBe(201);
+    expect(global.body.events).toEqual(globalOnly);
+  });
 });

@@ -24,7 +24,10 @@ export function addWebhookCreate(router: OperationRouter): void {
         429: { description: "The account has its quota of webhooks (`WEBHOOK_QUOTA_WEBHOOKS`); delete one first." },
         201: { description: "Created, with its secret.", schema: webhookWithSecretSchema },
         403: { description: "Only admins create global webhooks." },
-        422: { description: "Invalid input, an unsafe URL, or a token whose account does not exist (`account`)." },
+        422: {
+          description:
+            "Invalid input, an unsafe URL, an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`), or a token whose account does not exist (`account`).",
+        },
       },
       answerHoldsSecret: true,
     },
@@ -38,7 +41,7 @@ export function addWebhookCreate(router: OperationRouter): void {
       assertCallbackUrl(body.url, config.allowedHosts);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
-      const events = await assertSubscribableEvents(database, body.events);
+      const events = await assertSubscribableEvents(database, body.events, owner === null ? "global" : "account");
       const secret = generateWebhookSecret();
       const secretSealed = await secrets.seal(secret);
       const row = await accountQuotas.webhook(c, owner, async (tx) => {

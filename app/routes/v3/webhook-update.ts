@@ -36,6 +36,10 @@ export function addWebhookUpdate(router: OperationRouter): void {
       responses: {
         200: { description: "The updated webhook.", schema: webhookSchema },
         409: { description: "A listen session's webhook cannot change its status." },
+        422: {
+          description:
+            "Invalid input, an unsafe URL, or an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`).",
+        },
       },
     },
     async (c, { params, body }) => {
@@ -51,7 +55,10 @@ export function addWebhookUpdate(router: OperationRouter): void {
         );
       }
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
-      const events = body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events);
+      const events =
+        body.events === undefined
+          ? undefined
+          : await assertSubscribableEvents(database, body.events, before.account === null ? "global" : "account");
       const statusChanges = body.status !== undefined && body.status !== before.status;
       const { row, skipped } = await database.transaction(async (tx) => {
         const [updated] = await tx.db

@@ -5,8 +5,9 @@ import type { SweeperTask } from "./sweeper-task.ts";
 export const PRUNE_SESSIONS_BATCH = 1_000;
 
 /**
- * Deletes console and portal sessions past their expiry. Lookups already
- * ignore them; this only keeps the tables small. Runs again while a batch was full.
+ * Deletes console and portal sessions past their expiry, and secret
+ * handovers nobody took. Lookups already ignore them; this only keeps the
+ * tables small. Runs again while a batch was full.
  */
 export const pruneSessionsTask: SweeperTask = {
   name: "prune-sessions",
