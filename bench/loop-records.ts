@@ -33,5 +33,6 @@ export function succeeded(dispatches: readonly ClaimedDispatch[]): AttemptRecord
     responseExcerpt: "ok",
     signature: { timestamp: Math.floor(now.getTime() / 1_000), scheme: d.scheme, signatures: 1 },
     probe: false,
+    test: false,
   }));
 }

@@ -151,7 +151,15 @@ describe("the console", () => {
       kind: "webhook.disabled",
       detail: { reason: "endpoint answered 410 Gone" },
     });
-    // The exhausted test event of the last test, folded into its digest an hour on.
+    // A test event tells its owner nothing: the last test's exhausted one left no notification.
+    const before = await harness.call("GET", "/v3/notifications", OWNER);
+    expect(before.body.data.filter((n: { kind: string }) => n.kind.startsWith("dispatch.exhausted"))).toEqual([]);
+    await notifyOwner(harness.hooklane.database, {
+      webhookId: hook.id,
+      kind: "dispatch.exhausted",
+      detail: { dispatchId: "wd_1", eventId: "evt_1", eventType: "payment-debt.created", attempts: 6 },
+    });
+    // Folded into its digest an hour on.
     await notifyOwnersTask.run({
       hooklane: harness.hooklane,
       workerId: "console-test",
@@ -160,7 +168,7 @@ describe("the console", () => {
     const shown = await page("/console/notifications");
     expect(shown.status).toBe(200);
     expect(shown.html).toContain("disabled: endpoint answered 410 Gone");
-    expect(shown.html).toMatch(/1 failed for good:\s*<br \/><code>webhook.test<\/code> × 1/);
+    expect(shown.html).toMatch(/1 failed for good:\s*<br \/><code>payment-debt.created<\/code> × 1/);
     expect(shown.html).toContain(`href="/console/webhooks/${hook.id}"`);
     // No SMTP here: nobody to mail, and the page says so.
     expect(shown.html).toMatch(/<td>\s*none/);

@@ -26,7 +26,7 @@ describe("receiver test modes, through the real lane to the sample receiver", ()
 
   beforeAll(async () => {
     raw = await startReceiver();
-    // One attempt per test event is enough to judge it: the next would come in an hour.
+    // One attempt per test event is enough to judge it: a normal one's next would come in an hour.
     harness = await startHarness(pgliteFactory, {
       env: { WEBHOOK_RETRY_SCHEDULE: "1h", WEBHOOK_TIMEOUT_MS: "10000" },
     });
@@ -109,7 +109,8 @@ describe("receiver test modes, through the real lane to the sample receiver", ()
         const subscriber = subscribers.get(scheme)!;
         const before = subscriber.lines.length;
         const { eventId, dispatch, attempt } = await sendTest(subscriber.webhookId, { mode: "late" });
-        expect(dispatch.status).toBe("error");
+        // Meant to be rejected: not retried, and no notification for it.
+        expect(dispatch.status).toBe("exhausted");
         expect(attempt).toMatchObject({
           statusCode: 400,
           errorClass: "http_status",
@@ -127,7 +128,7 @@ describe("receiver test modes, through the real lane to the sample receiver", ()
         const subscriber = subscribers.get(scheme)!;
         const before = subscriber.lines.length;
         const { eventId, dispatch, attempt } = await sendTest(subscriber.webhookId, { mode: "bad-signature" });
-        expect(dispatch.status).toBe("error");
+        expect(dispatch.status).toBe("exhausted");
         expect(attempt).toMatchObject({ statusCode: 400, signature: { scheme, mode: "bad-signature" } });
         expect(subscriber.lines.slice(before)).toEqual([
           "✘ rejected attempt 1: no signature matches the body and the secret → 400",

@@ -182,6 +182,7 @@ describe("the lane's claims", () => {
             responseExcerpt: null,
             signature: { timestamp: 0, scheme: "hooklane-v1", signatures: 1 },
             probe: false,
+            test: false,
           })),
           {
             threshold: BREAKER.threshold,

@@ -85,6 +85,7 @@ const refused = (dispatchId: string, webhookId: string): AttemptResult => ({
   responseExcerpt: null,
   signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
   probe: false,
+  test: false,
   gone: false,
 });
 

@@ -16,4 +16,5 @@ export const succeededAttempt = (dispatchId: string, webhookId: string): Attempt
   responseExcerpt: null,
   signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
   probe: false,
+  test: false,
 });

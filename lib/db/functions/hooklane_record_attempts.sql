@@ -14,13 +14,16 @@
 --      retry can only come later than planned.
 --   2. The ledger row of each of those: status, attempt count, next attempt, last answer. No index reads these
 --      columns, so the update is heap-only where its page has room.
---   3. Exhausted dispatches' owner notifications (the sweeper folds them into digests).
+--   3. Exhausted dispatches' owner notifications (the sweeper folds them into digests); none for a test event.
 --   4. The attempts, of the dispatch's current run, for the rows updated in 2 or still there (a lease that ran
 --      out: the attempt was made, and is recorded once).
 --   5. Endpoint health from the attempts inserted: the webhook's state now, per hour and duration bucket, and the
 --      lane's attempts per minute (in one of sixteen rows a minute, by worker).
 --   6. Circuit breakers: any HTTP answer closes one; connection-level failures (p_connection_classes) count, and
 --      at p_threshold it opens for a backoff that doubles with each consecutive opening, up to p_open_max_ms.
+-- A test event's attempt (a record with "test": true) counts toward the lane's throughput only: never toward
+-- health (5) or the breaker (6), so rehearsing a rejection leaves the endpoint's standing as it was. A record
+-- without the field (a release that did not send it) counts as before.
 -- Returns the breakers this batch opened, with the failures counted and how long they stay open.
 CREATE OR REPLACE FUNCTION hooklane_record_attempts(
   p_worker text, p_records jsonb, p_threshold integer, p_open_base_ms double precision,
@@ -45,7 +48,7 @@ BEGIN
     FROM jsonb_to_recordset(p_records) AS r(
       id text, webhook_id text, attempt int, status text, retry_in_ms bigint, started_at timestamptz,
       duration_ms int, outcome text, status_code int, error_class text, error_message text,
-      response_excerpt text, signature jsonb, probe boolean)
+      response_excerpt text, signature jsonb, probe boolean, test boolean)
   ),
   -- 1. The open rows this worker still holds.
   closed AS (
@@ -93,7 +96,7 @@ BEGIN
         'resourceId', c.resource_id, 'attempts', c.attempt_count, 'lastError', c.last_error),
       'digest'
     FROM completed c JOIN webhook w ON w.id = c.webhook_id
-    WHERE w.id = ANY (v_hooks) AND c.status = 'exhausted'
+    WHERE w.id = ANY (v_hooks) AND c.status = 'exhausted' AND c.event_type <> 'webhook.test'
   ),
   -- 4. The attempts, once each: a dispatch deleted meanwhile (its webhook was) leaves nothing to record.
   attempts AS (
@@ -110,7 +113,7 @@ BEGIN
   recorded AS (
     SELECT w.webhook_id, a.*,
       max(a.started_at) FILTER (WHERE a.outcome = 'success') OVER (PARTITION BY w.webhook_id) AS last_success
-    FROM attempts a JOIN (SELECT DISTINCT id, webhook_id FROM r) w ON w.id = a.dispatch_id
+    FROM attempts a JOIN (SELECT DISTINCT id, webhook_id FROM r WHERE r.test IS NOT TRUE) w ON w.id = a.dispatch_id
   ),
   health AS (
     INSERT INTO webhook_health AS h (webhook_id, failures_in_a_row, last_attempt_at, last_success_at,
@@ -149,7 +152,7 @@ BEGIN
     INSERT INTO webhook_lane_minute AS m (minute, shard, attempts, succeeded)
     SELECT date_trunc('minute', now()), abs(hashtext(p_worker) % 16), count(*),
       count(*) FILTER (WHERE outcome = 'success')
-    FROM recorded HAVING count(*) > 0
+    FROM attempts HAVING count(*) > 0
     ON CONFLICT (minute, shard) DO UPDATE
     SET attempts = m.attempts + excluded.attempts, succeeded = m.succeeded + excluded.succeeded
   ),
@@ -157,7 +160,7 @@ BEGIN
   outcomes AS (
     SELECT r.webhook_id, bool_or(r.status_code IS NOT NULL) AS reachable, bool_or(r.probe) AS probed,
       count(*) FILTER (WHERE r.error_class = ANY (p_connection_classes)) AS failures
-    FROM r GROUP BY r.webhook_id
+    FROM r WHERE r.test IS NOT TRUE GROUP BY r.webhook_id
   ),
   -- The webhooks whose breaker changes, read as they are now: another worker recording the same endpoint's
   -- failures at once counts on top of this one, not beside it.

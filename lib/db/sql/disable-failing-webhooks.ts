@@ -9,7 +9,8 @@ import type { Database } from "../client.ts";
  * - no dispatch of it succeeded after `start` (every attempt in the window failed);
  * - a failed dispatch was created after `start`, and another at or before
  *   `start` but after its last success: the failures span the window.
- * Concurrent callers disable each webhook once: only the one whose update
+ * Test events count for nothing here (their attempts are not in the
+ * webhook's health either). Concurrent callers disable each webhook once: only the one whose update
  * finds it still active gets its id back.
  */
 export async function disableFailingWebhooks(
@@ -30,10 +31,12 @@ export async function disableFailingWebhooks(
         and exists (
           select 1 from webhook_dispatch d
           where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
+            and d.event_type <> 'webhook.test'
             and d.created_at > b.start)
         and exists (
           select 1 from webhook_dispatch d
           where d.webhook_id = w.id and d.status in ('error', 'exhausted') and d.attempt_count > 0
+            and d.event_type <> 'webhook.test'
             and d.created_at <= b.start
             and d.created_at > coalesce(h.last_success_at, '-infinity'))
     ),

@@ -21,6 +21,8 @@ export interface AttemptRecord {
   signature: SignatureManifest;
   /** This attempt was a half-open circuit breaker's probe. */
   probe: boolean;
+  /** A `webhook.test` event's: it counts toward no endpoint health, breaker, auto-disable or notification. */
+  test: boolean;
 }
 
 /** How the circuit breaker is judged, from `BREAKER`. */
@@ -50,7 +52,9 @@ export interface OpenedBreaker {
  * opening. The next attempt's time is computed from the database clock at
  * recording time, so a retry can come later than planned but never earlier.
  * A dispatch exhausted here gets its owner's `dispatch.exhausted`
- * notification in the same statement. Text from outside is made safe for
+ * notification in the same statement. A test event's attempt is recorded in
+ * its ledger and the lane's throughput only: never in health, breaker or
+ * notifications. Text from outside is made safe for
  * PostgreSQL first.
  */
 export async function recordAttempts(
@@ -76,6 +80,7 @@ export async function recordAttempts(
       response_excerpt: safeText(r.responseExcerpt),
       signature: r.signature,
       probe: r.probe,
+      test: r.test,
     })),
   );
   return (

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../../db/client.ts";
+import type { TestMode } from "../../db/schema.ts";
 import { notifyListenSession } from "../../db/sql/listen-wake.ts";
 import { recordResults, type RecordDeps } from "../outbound/webhook-out-deliver.consumer.ts";
 import { attemptResult, type AttemptResult, type RetryDeps } from "../outbound/webhook-out-deliver.handler.ts";
@@ -49,6 +50,8 @@ export async function recordListenReports(
         webhookId,
         account: row.account,
         eventId: row.event_id,
+        eventType: row.event_type,
+        testMode: row.test_mode,
         attempt: report.attempt,
         probe: false,
       },
@@ -70,6 +73,8 @@ export async function recordListenReports(
 interface LeasedRow {
   id: string;
   event_id: string;
+  event_type: string;
+  test_mode: TestMode | null;
   account: string | null;
   attempt_count: number;
   locked_by: string;
@@ -79,7 +84,7 @@ interface LeasedRow {
 async function leasedDispatches(database: Database, webhookId: string, ids: string[]): Promise<Map<string, LeasedRow>> {
   if (ids.length === 0) return new Map();
   const rows = await database.rows<LeasedRow>(sql`
-    select d.id, d.event_id, d.account, d.attempt_count, o.locked_by
+    select d.id, d.event_id, d.event_type, d.test_mode, d.account, d.attempt_count, o.locked_by
     from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id
     where o.webhook_id = ${webhookId}
       and o.dispatch_id in (select jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb))

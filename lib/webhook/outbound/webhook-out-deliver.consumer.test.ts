@@ -59,6 +59,7 @@ describe("recordResults", () => {
     responseExcerpt: "nope",
     signature: { timestamp: 1, scheme: "hooklane-v1", signatures: 1 },
     probe: false,
+    test: false,
     gone: false,
     ...overrides,
   });

@@ -1,6 +1,6 @@
 import type { ClaimedDispatch } from "../../db/sql/claim-dispatches.ts";
 import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
-import type { SignatureManifest } from "../../db/schema.ts";
+import { TEST_EVENT_TYPE, type SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import { callbackUrlRefusal } from "./webhook-callback-url.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
@@ -43,7 +43,10 @@ export interface SignedAttempt {
 }
 
 /** The dispatch an attempt was made for, as far as its result is concerned. */
-export type AttemptSubject = Pick<ClaimedDispatch, "id" | "webhookId" | "account" | "eventId" | "attempt" | "probe">;
+export type AttemptSubject = Pick<
+  ClaimedDispatch,
+  "id" | "webhookId" | "account" | "eventId" | "eventType" | "testMode" | "attempt" | "probe"
+>;
 
 /** A `late` test event's timestamp is this far in the past: twice the 300 s receivers are told to accept. */
 export const LATE_TEST_EVENT_SECONDS = 600;
@@ -110,6 +113,9 @@ async function webhookSecrets(deps: SigningDeps, dispatch: ClaimedDispatch, at: 
 /**
  * What an attempt's outcome makes of its dispatch: success, or the retry or
  * exhaustion RETRY decides (never sooner than the subscriber's Retry-After).
+ * A test event is marked so that it counts toward nothing but its own
+ * ledger, and never disables its webhook with a 410; one sent in a test
+ * mode is meant to be rejected, so it is not retried.
  */
 export function attemptResult(
   deps: RetryDeps,
@@ -117,6 +123,7 @@ export function attemptResult(
   made: { startedAt: Date; durationMs: number; outcome: DeliveryOutcome; signature: SignatureManifest },
 ): AttemptResult {
   const { outcome } = made;
+  const test = dispatch.eventType === TEST_EVENT_TYPE;
   const base = {
     dispatchId: dispatch.id,
     probe: dispatch.probe,
@@ -129,6 +136,7 @@ export function attemptResult(
     statusCode: outcome.statusCode,
     responseExcerpt: outcome.responseExcerpt,
     signature: made.signature,
+    test,
   };
   if (outcome.kind === "success") {
     return {
@@ -143,7 +151,7 @@ export function attemptResult(
   }
   const decision = decideRetry({
     attempt: dispatch.attempt,
-    schedule: deps.retrySchedule,
+    schedule: test && dispatch.testMode !== null ? [] : deps.retrySchedule,
     retryAfterMs: outcome.retryAfterMs,
     ...(deps.random ? { random: deps.random } : {}),
   });
@@ -154,7 +162,7 @@ export function attemptResult(
     outcome: outcome.errorClass === "blocked" ? "blocked" : decision.kind === "retry" ? "retry" : "failed",
     errorClass: outcome.errorClass,
     errorMessage: outcome.message.slice(0, 500),
-    gone: outcome.gone,
+    gone: outcome.gone && !test,
   };
 }
 
