@@ -223,4 +223,45 @@ dl.facts dd {
     margin-bottom: 0.4rem;
   }
 }
+.charts {
+  display: flex;
+  flex-wrap: wrap;
+  gap: 0 2rem;
+}
+figure.chart {
+  margin: 0 0 1rem;
+  width: 100%;
+  max-width: 30rem;
+}
+svg.chart {
+  display: block;
+  width: 100%;
+  height: auto;
+}
+figure.chart figcaption {
+  font-size: 0.9rem;
+}
+.key {
+  white-space: nowrap;
+  margin-right: 0.8rem;
+}
+.swatch {
+  display: inline-block;
+  width: 0.8rem;
+  height: 0.8rem;
+  margin-right: 0.3rem;
+  vertical-align: -0.1rem;
+}
+.swatch.succeeded {
+  background: #1a7f37;
+}
+.swatch.failed {
+  background: #c62828;
+}
+.swatch.p50 {
+  background: #0b57a4;
+}
+.swatch.p95 {
+  background: #7b3fb0;
+}
 `);

@@ -3,6 +3,7 @@ import type { z } from "zod";
 import type { dispatchSchema } from "../routes/v3/dispatch-schemas.ts";
 import type { eventTypeSchema } from "../routes/v3/webhook-event-types.ts";
 import type { webhookHealthSchema } from "../routes/v3/webhook-health.ts";
+import { healthCharts, type HealthHistories } from "./health-chart.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
 import { layout, tokenField, when, type PageContext } from "./console-layout.ts";
 import { dispatchAction, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
@@ -32,6 +33,8 @@ function verdict(health: Health | undefined) {
 
 export function webhooksPage(input: {
   webhooks: Array<{ webhook: Webhook; health: Health | undefined }>;
+  /** The account's deliveries over time, summed over its webhooks. */
+  histories: HealthHistories;
   nextCursor: string | null;
   cursor: string | undefined;
   notice?: string | undefined;
@@ -77,7 +80,8 @@ export function webhooksPage(input: {
       <p>
         ${cursor ? html`<a href="${base}">Newest</a> ` : ""}
         ${nextCursor ? html`<a href="${base}?cursor=${nextCursor}">More webhooks →</a>` : ""}
-      </p>`,
+      </p>
+      ${webhooks.length === 0 ? "" : healthCharts(input.histories, "account", "All webhooks over time")}`,
     { signedIn: true, ...input.context, notice: input.notice },
   );
 }
@@ -147,6 +151,7 @@ function logFilters(base: string, w: Webhook, eventTypes: string[], filters: Log
 export function webhookPage(input: {
   webhook: Webhook;
   health: Health | undefined;
+  histories: HealthHistories;
   dispatches: Dispatch[];
   nextCursor: string | null;
   cursor: string | undefined;
@@ -190,7 +195,7 @@ export function webhookPage(input: {
         </form>
         <a href="${base}/webhooks/${w.id}/delete">Delete…</a>
       </div>
-      ${healthFacts(input.health)}
+      ${healthFacts(input.health)} ${healthCharts(input.histories, "webhook", "Over time")}
       <h2>Bulk recovery</h2>
       <form class="filters" method="post" action="${base}/webhooks/${w.id}/recover">
         ${tokenField(csrf)}

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
 import { deletePage, secretPage, webhookFormPage, type WebhookFormValues } from "./console-webhook-edit-pages.ts";
+import type { HealthHistories } from "./health-chart.ts";
 import { handOverSecret, takeSecret } from "./secret-handover.ts";
 import { webhookPage, webhooksPage, type EventType, type LogFilters, type Webhook } from "./console-webhook-pages.ts";
 
@@ -57,21 +58,33 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     return list?.ok ? list.body.data : [];
   }
 
+  /** The 24-hour and 7-day histories (`filter`: `&webhook=<id>` for one webhook, empty for the account). */
+  async function healthHistories(c: Context<HooklaneEnv>, filter: string): Promise<HealthHistories> {
+    const [day, week] = await Promise.all(
+      ["24h", "7d"].map((window) => call(c, "GET", `/v3/health-history?window=${window}${filter}`)),
+    );
+    return { day: day?.ok ? day.body : undefined, week: week?.ok ? week.body : undefined };
+  }
+
   app.get(prefix, async (c) => {
     const cursor = c.req.query("cursor");
     const query = new URLSearchParams({ limit: String(PAGE_SIZE), ...(cursor ? { cursor } : {}) });
     const list = await call(c, "GET", `/v3/webhooks?${query}`);
     if (!list) return signIn(c);
     if (!list.ok) return refused(c, list);
-    const webhooks = await Promise.all(
-      list.body.data.map(async (webhook: { id: string }) => {
-        const health = await call(c, "GET", `/v3/webhooks/${webhook.id}/health`);
-        return { webhook, health: health?.ok ? health.body : undefined };
-      }),
-    );
+    const [webhooks, histories] = await Promise.all([
+      Promise.all(
+        list.body.data.map(async (webhook: { id: string }) => {
+          const health = await call(c, "GET", `/v3/webhooks/${webhook.id}/health`);
+          return { webhook, health: health?.ok ? health.body : undefined };
+        }),
+      ),
+      healthHistories(c, ""),
+    ]);
     return c.html(
       webhooksPage({
         webhooks,
+        histories,
         nextCursor: list.body.nextCursor,
         cursor,
         notice: c.req.query("notice"),
@@ -184,10 +197,11 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     const id = idOf(c);
     const { status, eventType, since, until, q, cursor, notice } = c.req.query();
     const filters: LogFilters = { status, eventType, since, until, q };
-    const [hook, health, log] = await Promise.all([
+    const [hook, health, log, histories] = await Promise.all([
       call(c, "GET", `/v3/webhooks/${id}`),
       call(c, "GET", `/v3/webhooks/${id}/health`),
       call(c, "GET", `/v3/webhooks/${id}/dispatches?${logQuery(filters, cursor)}`),
+      healthHistories(c, `&webhook=${id}`),
     ]);
     if (!hook?.ok) return answered(c, hook, () => c.body(null));
     if (!log) return signIn(c);
@@ -197,6 +211,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
       webhookPage({
         webhook: hook.body,
         health: health?.ok ? health.body : undefined,
+        histories,
         dispatches: log.body.data,
         nextCursor: log.body.nextCursor,
         cursor,

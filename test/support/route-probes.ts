@@ -144,6 +144,7 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: `/v3/webhooks/${f.webhook}/recoveries/${f.recovery}`,
   }),
   "GET /v3/webhooks/:id/health": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/health` }),
+  "GET /v3/health-history": (_, f) => ({ path: `/v3/health-history?window=7d&webhook=${f.webhook}` }),
   "GET /v3/webhook-event-types": () => ({ path: "/v3/webhook-event-types" }),
   "GET /v3/lane": () => ({ path: "/v3/lane", admin: true }),
 

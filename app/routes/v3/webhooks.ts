@@ -16,6 +16,7 @@ import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
 import { addWebhookDispatchRetry } from "./webhook-dispatch-retry.ts";
 import { addWebhookDispatchSearch } from "./webhook-dispatch-search.ts";
 import { addWebhookEventTypes } from "./webhook-event-types.ts";
+import { addHealthHistory } from "./health-history.ts";
 import { addWebhookHealth } from "./webhook-health.ts";
 import { addWebhookRead } from "./webhook-read.ts";
 import { addWebhookRecovery } from "./webhook-recovery.ts";
@@ -72,6 +73,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addListenSessionResults,
     addListenSessionDelete,
     addWebhookHealth,
+    addHealthHistory,
     addLaneStatus,
     addAuditLog,
     addNotifications,

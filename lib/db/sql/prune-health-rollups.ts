@@ -1,8 +1,8 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
 
-/** Hourly health rows are kept two days (the 24-hour window always whole); lane minutes one day. */
-export const HEALTH_RETENTION = { hourMs: 2 * 86_400_000, minuteMs: 86_400_000 } as const;
+/** Hourly health rows are kept eight days (the 7-day history always whole); lane minutes one day. */
+export const HEALTH_RETENTION = { hourMs: 8 * 86_400_000, minuteMs: 86_400_000 } as const;
 
 /**
  * Deletes health rollups past HEALTH_RETENTION, at most `limit` rows of each

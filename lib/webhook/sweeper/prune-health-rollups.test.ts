@@ -15,16 +15,16 @@ afterAll(async () => {
   await database?.close();
 });
 
-it("drops hourly rollups older than two days and lane minutes older than one, in batches, keeping the rest", async () => {
+it("drops hourly rollups older than eight days and lane minutes older than one, in batches, keeping the rest", async () => {
   await database.rows(sql`
     insert into webhook_health_hour (webhook_id, hour, bucket, attempts, succeeded)
     select 'wh_pruned', date_trunc('hour', now()) - h * interval '1 hour', b, 1, 1
-    from generate_series(0, 71) h, generate_series(0, 2) b`);
+    from generate_series(0, 215) h, generate_series(0, 2) b`);
   await database.rows(sql`
     insert into webhook_lane_minute (minute, attempts, succeeded)
     select date_trunc('minute', now()) - m * interval '1 minute', 1, 1 from generate_series(0, 1_499) m`);
 
-  // 72 hours × 3 buckets: the 24 hours past two days go (72 rows), and 60 minutes past one day, in batches of 50.
+  // 216 hours × 3 buckets: the 24 hours past eight days go (72 rows), and 60 minutes past one day, in batches of 50.
   const rounds: boolean[] = [];
   for (let more = true; more && rounds.length < 10;) rounds.push((more = await pruneHealthRollups(database, 50)));
   expect(rounds.at(-1)).toBe(false);
@@ -37,11 +37,11 @@ it("drops hourly rollups older than two days and lane minutes older than one, in
     old_minutes: number | string;
   }>(sql`
     select (select count(*) from webhook_health_hour) as hours,
-      (select count(*) from webhook_health_hour where hour < now() - interval '48 hours') as old_hours,
+      (select count(*) from webhook_health_hour where hour < now() - interval '192 hours') as old_hours,
       (select count(*) from webhook_lane_minute) as minutes,
       (select count(*) from webhook_lane_minute where minute < now() - interval '24 hours') as old_minutes`);
   expect([Number(left!.old_hours), Number(left!.old_minutes)]).toEqual([0, 0]);
   // Everything younger stays (the hour or minute on the boundary may go either way).
-  expect(Number(left!.hours)).toBeGreaterThanOrEqual(47 * 3);
+  expect(Number(left!.hours)).toBeGreaterThanOrEqual(191 * 3);
   expect(Number(left!.minutes)).toBeGreaterThanOrEqual(24 * 60 - 1);
 });
