@@ -2,15 +2,20 @@ import { createMiddleware } from "hono/factory";
 import type { HooklaneEnv } from "../lib/api/hono-env.ts";
 import { isFrameAncestorSource } from "../lib/webhook/portal/frame-ancestor.ts";
 import { secureHeaders } from "hono/secure-headers";
+import { CONSOLE_LIVE } from "./console/console-live.ts";
 import { CONSOLE_STYLE } from "./console/console-style.ts";
 import { REFERENCE_STYLE } from "./routes/api-reference-page.ts";
 
 const headers = secureHeaders({
-  // The pages are server-rendered with no script at all: nothing loads but
-  // their own inline stylesheets, forms post only here, and nobody frames them.
+  // The pages are server-rendered: nothing loads but their own inline
+  // stylesheets and the console's one inline script (by their hashes), which
+  // may fetch only this origin's pages; forms post only here, and nobody
+  // frames them.
   contentSecurityPolicy: {
     defaultSrc: ["'none'"],
     styleSrc: [CONSOLE_STYLE.source, REFERENCE_STYLE.source],
+    scriptSrc: [CONSOLE_LIVE.source],
+    connectSrc: ["'self'"],
     formAction: ["'self'"],
     frameAncestors: ["'none'"],
     baseUri: ["'none'"],
@@ -21,7 +26,7 @@ const headers = secureHeaders({
 
 /**
  * The security headers of every answer (console, `/docs`, API alike): a CSP
- * without script, `frame-ancestors 'none'`, `nosniff`, `no-referrer`, and
+ * allowing one known script (CONSOLE_LIVE) and no other, `frame-ancestors 'none'`, `nosniff`, `no-referrer`, and
  * `Cache-Control: no-store` unless a route chose otherwise: answers carry
  * tenants' data and the console's pages carry its forms' tokens.
  */

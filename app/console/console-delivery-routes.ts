@@ -50,11 +50,22 @@ export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string,
 
   app.get(`${prefix}/webhooks/:id/recoveries/:recoveryId`, async (c) => {
     const { id, recoveryId } = c.req.param();
-    const path = `/v3/webhooks/${encodeURIComponent(id)}/recoveries/${encodeURIComponent(recoveryId)}`;
-    const recovery = await call(c, "GET", path);
+    const webhook = `/v3/webhooks/${encodeURIComponent(id)}`;
+    const [recovery, hook, health] = await Promise.all([
+      call(c, "GET", `${webhook}/recoveries/${encodeURIComponent(recoveryId)}`),
+      call(c, "GET", webhook),
+      call(c, "GET", `${webhook}/health`),
+    ]);
     if (!recovery) return signIn(c);
     if (!recovery.ok) return refused(c, recovery);
-    return c.html(recoveryPage({ recovery: recovery.body, context: context(c) }));
+    return c.html(
+      recoveryPage({
+        recovery: recovery.body,
+        webhookStatus: hook?.ok ? hook.body.status : undefined,
+        health: health?.ok ? health.body : undefined,
+        context: context(c),
+      }),
+    );
   });
 
   app.get(`${prefix}/event-types`, async (c) => {

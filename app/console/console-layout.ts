@@ -1,4 +1,5 @@
 import { html } from "hono/html";
+import { CONSOLE_LIVE } from "./console-live.ts";
 import { CONSOLE_STYLE } from "./console-style.ts";
 
 /** The hidden field that carries the form token (see console-csrf.ts) in every form. */
@@ -17,14 +18,14 @@ export interface PageContext {
 export function layout(
   title: string,
   body: unknown,
-  options: PageContext & { signedIn: boolean; notice?: string | undefined; refreshSeconds?: number },
+  /** `live`: the page has regions that keep themselves current (`liveEvery`), so it carries the script that does it. */
+  options: PageContext & { signedIn: boolean; notice?: string | undefined; live?: boolean },
 ) {
   return html`<!doctype html>
     <html lang="en">
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
-        ${options.refreshSeconds ? html`<meta http-equiv="refresh" content="${options.refreshSeconds}" />` : ""}
         <title>${title} — hooklane</title>
         ${CONSOLE_STYLE.element}
       </head>
@@ -54,6 +55,7 @@ export function layout(
           <h1>${title}</h1>
           ${options.notice ? html`<p class="notice" role="status">${options.notice}</p>` : ""} ${body}
         </main>
+        ${options.live ? CONSOLE_LIVE.element : ""}
       </body>
     </html>`;
 }

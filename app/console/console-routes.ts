@@ -63,7 +63,8 @@ function endSessionCookie(c: Context<HooklaneEnv>): void {
  * expires with the session: when the token would, 12 h at most. Signing out
  * revokes it server-side. Every read and action goes through the API
  * in-process as the session's principal, with the API's scoping and
- * validation. No scripts; every form, sign-in included, is checked for its
+ * validation. One inline script (console-live.ts) keeps live regions
+ * current and is the only script the CSP runs; every form, sign-in included, is checked for its
  * origin and its form token (`consoleCsrf`). The same pages serve portal
  * sessions under `/console/portal/<token>` (`console-portal.ts`).
  */

@@ -1,17 +1,19 @@
 import { html } from "hono/html";
 import type { z } from "zod";
-import type { dispatchSchema } from "../routes/v3/dispatch-schemas.ts";
+import type { dispatchSchema, recoverySchema } from "../routes/v3/dispatch-schemas.ts";
 import type { eventTypeSchema } from "../routes/v3/webhook-event-types.ts";
 import type { webhookHealthSchema } from "../routes/v3/webhook-health.ts";
 import { healthCharts, type HealthHistories } from "./health-chart.ts";
+import { liveEvery } from "./console-live.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
 import { layout, tokenField, when, type PageContext } from "./console-layout.ts";
-import { dispatchAction, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
+import { dispatchAction, recoveriesList, recoveryFinished, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
 
 export type Webhook = z.output<typeof webhookSchema>;
 export type Health = z.input<typeof webhookHealthSchema>;
 export type EventType = z.output<typeof eventTypeSchema>;
 type Dispatch = z.output<typeof dispatchSchema>;
+type Recovery = z.output<typeof recoverySchema>;
 
 /** The delivery log's filters, as the console's query string carries them. */
 export interface LogFilters {
@@ -152,6 +154,8 @@ export function webhookPage(input: {
   webhook: Webhook;
   health: Health | undefined;
   histories: HealthHistories;
+  /** Its latest recoveries, newest first (the API's shape). */
+  recoveries: Recovery[];
   dispatches: Dispatch[];
   nextCursor: string | null;
   cursor: string | undefined;
@@ -164,6 +168,8 @@ export function webhookPage(input: {
   const { csrf, base } = context;
   const kept = new URLSearchParams(Object.entries(filters).filter(([, v]) => v) as Array<[string, string]>);
   const paused = w.status === "paused" || w.status === "disabled";
+  // The newest page keeps its health and log current; an older page stays as it was read.
+  const live = input.cursor === undefined;
   return layout(
     w.url,
     html`<dl class="facts">
@@ -195,8 +201,9 @@ export function webhookPage(input: {
         </form>
         <a href="${base}/webhooks/${w.id}/delete">Delete…</a>
       </div>
-      ${healthFacts(input.health)} ${healthCharts(input.histories, "webhook", "Over time")}
-      <h2>Bulk recovery</h2>
+      <div id="webhook-health" ${liveEvery(live, 10)}>${healthFacts(input.health)}</div>
+      ${healthCharts(input.histories, "webhook", "Over time")}
+      <h2 id="recoveries">Bulk recovery</h2>
       <form class="filters" method="post" action="${base}/webhooks/${w.id}/recover">
         ${tokenField(csrf)}
         <label
@@ -209,42 +216,53 @@ export function webhookPage(input: {
         >
         <button>Start recovery</button>
       </form>
+      <div
+        id="webhook-recoveries"
+        ${liveEvery(
+          input.recoveries.some((r) => !recoveryFinished(r)),
+          5,
+        )}
+      >
+        ${recoveriesList(input.recoveries, context)}
+      </div>
       <h2>Delivery log</h2>
       ${logFilters(base, w, input.eventTypes, filters)}
-      ${
-        dispatches.length === 0
-          ? html`<p>No deliveries match.</p>`
-          : html`<table>
-              <tr class="head">
-                <th scope="col">Event</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last answer</th>
-                <th scope="col">Next attempt</th>
-                <th scope="col">Created</th>
-                <th scope="col"><span class="skip">Actions</span></th>
-              </tr>
-              ${dispatches.map(
-                (d) =>
-                  html`<tr>
-                    <td data-label="Event">
-                      <a href="${base}/dispatches/${d.id}"><code>${d.event.type}</code></a
-                      ><br /><small><code>${d.event.id}</code></small>
-                    </td>
-                    <td data-label="Status" class="status-${d.status}">
-                      ${d.status}${d.lastError ? html`<br /><small>${d.lastError}</small>` : ""}
-                    </td>
-                    <td data-label="Attempts">
-                      ${d.attemptCount}${d.run > 1 ? html` <small>(run ${d.run})</small>` : ""}
-                    </td>
-                    <td data-label="Last answer">${d.lastStatusCode ?? "—"}</td>
-                    <td data-label="Next attempt">${when(d.nextAttempt)}</td>
-                    <td data-label="Created">${when(d.created)}</td>
-                    <td>${dispatchAction(d, context, `webhooks/${w.id}`)}</td>
-                  </tr>`,
-              )}
-            </table>`
-      }
+      <div id="delivery-log" ${liveEvery(live, 10)}>
+        ${
+          dispatches.length === 0
+            ? html`<p>No deliveries match.</p>`
+            : html`<table>
+                <tr class="head">
+                  <th scope="col">Event</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Attempts</th>
+                  <th scope="col">Last answer</th>
+                  <th scope="col">Next attempt</th>
+                  <th scope="col">Created</th>
+                  <th scope="col"><span class="skip">Actions</span></th>
+                </tr>
+                ${dispatches.map(
+                  (d) =>
+                    html`<tr>
+                      <td data-label="Event">
+                        <a href="${base}/dispatches/${d.id}"><code>${d.event.type}</code></a
+                        ><br /><small><code>${d.event.id}</code></small>
+                      </td>
+                      <td data-label="Status" class="status-${d.status}">
+                        ${d.status}${d.lastError ? html`<br /><small>${d.lastError}</small>` : ""}
+                      </td>
+                      <td data-label="Attempts">
+                        ${d.attemptCount}${d.run > 1 ? html` <small>(run ${d.run})</small>` : ""}
+                      </td>
+                      <td data-label="Last answer">${d.lastStatusCode ?? "—"}</td>
+                      <td data-label="Next attempt">${when(d.nextAttempt)}</td>
+                      <td data-label="Created">${when(d.created)}</td>
+                      <td>${dispatchAction(d, context, `webhooks/${w.id}`)}</td>
+                    </tr>`,
+                )}
+              </table>`
+        }
+      </div>
       <p>
         ${input.cursor ? html`<a href="${base}/webhooks/${w.id}?${kept}">Newest</a> ` : ""}
         ${
@@ -255,6 +273,6 @@ export function webhookPage(input: {
             : ""
         }
       </p>`,
-    { signedIn: true, ...context, notice: input.notice },
+    { signedIn: true, ...context, notice: input.notice, live },
   );
 }

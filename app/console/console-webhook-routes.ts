@@ -197,11 +197,12 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     const id = idOf(c);
     const { status, eventType, since, until, q, cursor, notice } = c.req.query();
     const filters: LogFilters = { status, eventType, since, until, q };
-    const [hook, health, log, histories] = await Promise.all([
+    const [hook, health, log, histories, recoveries] = await Promise.all([
       call(c, "GET", `/v3/webhooks/${id}`),
       call(c, "GET", `/v3/webhooks/${id}/health`),
       call(c, "GET", `/v3/webhooks/${id}/dispatches?${logQuery(filters, cursor)}`),
       healthHistories(c, `&webhook=${id}`),
+      call(c, "GET", `/v3/webhooks/${id}/recoveries?limit=5`),
     ]);
     if (!hook?.ok) return answered(c, hook, () => c.body(null));
     if (!log) return signIn(c);
@@ -212,6 +213,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
         webhook: hook.body,
         health: health?.ok ? health.body : undefined,
         histories,
+        recoveries: recoveries?.ok ? recoveries.body.data : [],
         dispatches: log.body.data,
         nextCursor: log.body.nextCursor,
         cursor,

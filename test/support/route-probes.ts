@@ -140,6 +140,7 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: `/v3/webhooks/${f.webhook}/recover`,
     body: { since: new Date(Date.now() - 3_600_000).toISOString() },
   }),
+  "GET /v3/webhooks/:id/recoveries": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/recoveries` }),
   "GET /v3/webhooks/:id/recoveries/:recoveryId": (_, f) => ({
     path: `/v3/webhooks/${f.webhook}/recoveries/${f.recovery}`,
   }),

@@ -95,6 +95,16 @@ const PROBES: Record<string, Probe> = {
     support: "recovery.started",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recover`, body: { since: "2020-01-01T00:00:00Z" } }),
   },
+  "GET /v3/webhooks/:id/recoveries": {
+    kind: "object",
+    support: "recovery.read",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/recoveries` }),
+  },
+  "GET /v3/health-history": {
+    kind: "object",
+    support: "webhook.health-read",
+    request: (f) => ({ path: `/v3/health-history?window=7d&webhook=${f.webhookId}` }),
+  },
   "GET /v3/webhooks/:id/recoveries/:recoveryId": {
     kind: "object",
     support: "recovery.read",

@@ -90,7 +90,7 @@ describe("POST /v3/portal-sessions frameAncestors", () => {
     const page = await portalHeaders(new URL(answer.body.url).pathname);
     expect(page.status).toBe(200);
     expect(page.frameAncestors).toEqual([`frame-ancestors ${written.join(" ")}`]);
-    expect(page.directives).toHaveLength(5);
+    expect(page.directives).toHaveLength(7);
     expect(page.xFrameOptions).toBeNull();
   });
 });
@@ -110,7 +110,7 @@ describe("the portal's frame-ancestors", () => {
     const page = await seal(["https://x;report-uri", "https://*", "https://ok.example", "https://OK.example", "*"]);
     expect(page.status).toBe(200);
     expect(page.frameAncestors).toEqual(["frame-ancestors https://ok.example"]);
-    expect(page.directives).toHaveLength(5);
+    expect(page.directives).toHaveLength(7);
     expect(page.directives.join(";")).not.toContain("report-uri");
   });
 

@@ -1,5 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { z } from "zod";
+import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { notFound } from "../../../lib/api/problem.ts";
 import { timestampInput } from "../../../lib/api/timestamps.ts";
@@ -77,6 +78,39 @@ export function addWebhookRecovery(router: OperationRouter): void {
       // Self-hosted sweepers start it now; Vercel's runs on its cron, and nobody listens there.
       if (c.get("hooklane").transport.name === "postgres") await wakeSweepers(database);
       return c.json(presentRecovery(row, { delivered: 0, failed: 0 }), 202);
+    },
+  );
+
+  router.add(
+    {
+      method: "get",
+      path: "/v3/webhooks/:id/recoveries",
+      operationId: "listWebhookRecoveries",
+      summary: "List a webhook's recoveries",
+      description: "The webhook's recovery jobs, running and past, newest first, each with its progress.",
+      tag: "Delivery log",
+      params: webhookIdParams,
+      query: z.strictObject(pageQuery),
+      responses: { 200: { description: "A page of recoveries.", schema: listOf(recoverySchema) } },
+    },
+    async (c, { params, query }) => {
+      const database = c.get("database");
+      const hook = await findWebhook(database, c.get("principal"), params.id, { support: true });
+      await recordAudit(database, c.get("principal"), {
+        action: "recovery.read",
+        target: hook.id,
+        account: hook.account,
+      });
+      const rows = await readNewestFirst(database.db, webhookRecovery, {
+        scope: eq(webhookRecovery.webhookId, hook.id),
+        limit: query.limit,
+        cursor: query.cursor,
+      });
+      const page = listPage(rows, query.limit, (row) => row);
+      const data = await Promise.all(
+        page.data.map(async (row) => presentRecovery(row, await recoveryOutcome(database, row.id))),
+      );
+      return c.json({ ...page, data });
     },
   );
 

@@ -34,6 +34,7 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/audit-log",
   "/v3/notifications",
   "/v3/portal-sessions",
+  "/v3/health-history",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [
