@@ -101,7 +101,7 @@ const shellQuote = (text: string) => `'${text.replaceAll("'", "'\\''")}'`;
 function curlExample(path: string, method: string, operation: Json): string {
   const example = operation.requestBody?.content?.["application/json"]?.example;
   const lines = [
-    `curl -X ${method.toUpperCase()} "$HOOKLANE_URL${path.replace(/\{([A-Za-z0-9_]+)\}/g, "<$1>")}"`,
+    `curl -X ${method.toUpperCase()} "$HOOKLANE_API${path.replace(/\{([A-Za-z0-9_]+)\}/g, "<$1>")}"`,
     `  -H "Authorization: Bearer $HOOKLANE_TOKEN"`,
     ...(example === undefined
       ? []
@@ -248,8 +248,28 @@ export function renderApiReference(document: Json) {
           Machine-readable: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${document.openapi}). Errors are
           <code>application/problem+json</code>.
         </p>
+        <h2 id="getting-started">Getting started</h2>
+        <p>
+          The examples read two variables, as <code>hooklane listen</code> does: <code>HOOKLANE_API</code>, where the
+          API is (<code>http://localhost:3000</code> after <code>npm start</code>), and <code>HOOKLANE_TOKEN</code>, a
+          bearer JWT with claims <code>sub</code> and <code>account</code> (and <code>role: admin</code> or
+          <code>support</code> where an operation says so). On a development server,
+          <code>npm run token -- --account acc_123</code> prints one signed with the development secret; in production
+          your identity provider issues them (HS256 with <code>AUTH_JWT_SECRET</code>, or keys from a JWKS URL).
+        </p>
+        <pre>
+export HOOKLANE_API=http://localhost:3000
+export HOOKLANE_TOKEN=$(npm run -s token -- --account acc_123)</pre>
+        <p>
+          Deliveries are at least once: the same event <code>id</code> (in the body, and in
+          <code>Hooklane-Event-Id</code>) and the byte-identical body on every attempt, so dedupe on the body's
+          <code>id</code>. A delivery not answered <code>2xx</code> within 10 s is retried after 5 s, 30 s, 5 min, 1 h
+          and 24 h (six attempts over about 25 hours, each delay ±10 %, never sooner than a <code>Retry-After</code>),
+          then marked exhausted and its owner told.
+        </p>
         <nav>
           <ul>
+            <li><a href="#getting-started">Getting started</a></li>
             ${[...byTag.keys()].map((tag) => html`<li><a href="#tag-${tag}">${tag}</a></li>`)}
             <li><a href="#events">Events</a></li>
             <li><a href="#errors">Errors</a></li>

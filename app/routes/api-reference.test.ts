@@ -25,6 +25,24 @@ describe("/openapi.json and /docs", () => {
     expect(validator.version).toBe("3.1");
   });
 
+  it("names its servers, describes every tag it uses, and documents the test event beside the catalogue", async () => {
+    const document = await openApi();
+    expect(document.servers.map((server: { url: string }) => server.url)).toEqual(["/", "http://localhost:3000"]);
+    const used = new Set<string>();
+    for (const operations of [...Object.values<any>(document.paths), ...Object.values<any>(document.webhooks)]) {
+      for (const operation of Object.values<any>(operations)) for (const tag of operation.tags) used.add(tag);
+    }
+    expect(document.tags.map((tag: { name: string }) => tag.name).sort()).toEqual([...used].sort());
+    for (const tag of document.tags) expect(tag.description, tag.name).toMatch(/\w{3,}/);
+    const test = document.webhooks["webhook.test"].post;
+    expect(test.requestBody.content["application/json"].example).toMatchObject({
+      type: "webhook.test",
+      data: { object: "webhook" },
+    });
+    // One dedupe rule everywhere: the body's id.
+    expect(JSON.stringify(document)).not.toMatch(/dedupe on it/i);
+  });
+
   it("documents every route of the app's route table, and nothing the app lacks", async () => {
     const document = await openApi();
     const routes = [

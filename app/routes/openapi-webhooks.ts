@@ -1,4 +1,24 @@
+import { TEST_EVENT_TYPE } from "../../lib/db/schema.ts";
 import type { CatalogueEntry } from "../../lib/webhook/catalogue/catalogue-entry.ts";
+
+/**
+ * `webhook.test`, which `POST /v3/webhooks/:id/test` sends to one webhook: not in the catalogue (nobody subscribes
+ * to it, every webhook can receive it), but a POST an endpoint must be ready for all the same.
+ */
+const TEST_EVENT: Pick<CatalogueEntry, "internal" | "description" | "resource" | "example" | "deprecated"> = {
+  internal: TEST_EVENT_TYPE,
+  description:
+    "A test event, sent to one webhook when asked (`POST /v3/webhooks/{id}/test`), optionally in a test mode: `duplicate` POSTs it twice, `late` signs it with an old timestamp, `bad-signature` with another secret. Its attempts count toward nothing: not the endpoint's health, its breaker or its owner's notifications.",
+  resource: "webhook",
+  example: {
+    id: "evt_9b2d4e7f8a6c5b4d3e2f1a0b3e8a1f0c",
+    type: TEST_EVENT_TYPE,
+    created: "2026-12-01T09:30:00.000Z",
+    livemode: false,
+    data: { object: "webhook", id: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b", account: "acc_3e8a1f0c9b2d" },
+  },
+  deprecated: false,
+};
 
 /**
  * The event catalogue as OpenAPI 3.1 `webhooks`: one entry per event type,
@@ -9,7 +29,7 @@ import type { CatalogueEntry } from "../../lib/webhook/catalogue/catalogue-entry
  */
 export function catalogueWebhooks(catalogue: readonly CatalogueEntry[]): Record<string, unknown> {
   return Object.fromEntries(
-    catalogue.map((entry) => [
+    [...catalogue, TEST_EVENT].map((entry) => [
       entry.internal,
       {
         post: {
@@ -32,7 +52,8 @@ export function catalogueWebhooks(catalogue: readonly CatalogueEntry[]): Record<
               in: "header",
               required: true,
               schema: { type: "string" },
-              description: "The event's id, the same on every attempt: dedupe on it.",
+              description:
+                "The event's id: the body's `id`, the same on every attempt and every run. Dedupe on the body's `id`.",
             },
             {
               name: "Hooklane-Attempt",
@@ -64,7 +85,10 @@ export function catalogueWebhooks(catalogue: readonly CatalogueEntry[]): Record<
           },
           responses: {
             "2XX": { description: "Received. Any other answer, or none within 10 s, is retried on the schedule." },
-            "410": { description: "Gone: the webhook is disabled and nothing more is sent to it." },
+            "410": {
+              description:
+                "Gone: the webhook is disabled and nothing more is sent to it (a `webhook.test` event's 410 disables nothing).",
+            },
           },
         },
       },

@@ -85,6 +85,11 @@ export function openApiDocument(
   operations: readonly OperationSpec[],
   info: { title: string; version: string; description: string },
   webhooks: Record<string, unknown> = {},
+  extra: {
+    /** Every tag the operations and webhooks use, with what it groups (a tag without one throws). */
+    tags?: Record<string, string>;
+    servers?: Array<{ url: string; description: string }>;
+  } = {},
 ): Record<string, unknown> {
   const components: Record<string, JsonSchema> = {};
 
@@ -167,9 +172,24 @@ export function openApiDocument(
   }
 
   addExamples(paths, components);
+  const used = new Set(
+    [...Object.values(paths), ...Object.values(webhooks as Record<string, Record<string, unknown>>)].flatMap(
+      (operations) => Object.values(operations).flatMap((operation) => (operation as { tags?: string[] }).tags ?? []),
+    ),
+  );
+  const undescribed = [...used].filter((tag) => extra.tags && !extra.tags[tag]);
+  if (undescribed.length > 0) throw new Error(`OpenAPI tags without a description: ${undescribed.join(", ")}`);
   return {
     openapi: "3.1.0",
     info,
+    ...(extra.servers ? { servers: extra.servers } : {}),
+    ...(extra.tags
+      ? {
+          tags: Object.entries(extra.tags)
+            .filter(([name]) => used.has(name))
+            .map(([name, description]) => ({ name, description })),
+        }
+      : {}),
     security: [{ bearer: [] }],
     paths,
     webhooks,

@@ -23,7 +23,10 @@ describe.skipIf(!hasChromium())("/docs in a browser", () => {
     const result = await validator.validate(document);
     expect(result.errors ?? []).toEqual([]);
     expect(validator.version).toBe("3.1");
-    expect(Object.keys(document.webhooks).sort()).toEqual(CATALOGUE.map((entry) => entry.internal).sort());
+    // The catalogue, and the test event every webhook can be sent.
+    expect(Object.keys(document.webhooks).sort()).toEqual(
+      [...CATALOGUE.map((entry) => entry.internal), "webhook.test"].sort(),
+    );
     for (const entry of CATALOGUE) {
       expect(document.webhooks[entry.internal].post.requestBody.content["application/json"].example).toEqual(
         entry.example,
@@ -43,7 +46,7 @@ describe.skipIf(!hasChromium())("/docs in a browser", () => {
           .innerText()
           .catch(() => "");
         if (
-          !request.startsWith(`curl -X ${method.toUpperCase()} "$HOOKLANE_URL${path.replace(/\{(\w+)\}/g, "<$1>")}"`)
+          !request.startsWith(`curl -X ${method.toUpperCase()} "$HOOKLANE_API${path.replace(/\{(\w+)\}/g, "<$1>")}"`)
         ) {
           missing.push(`${operation.operationId}: request example`);
         }
