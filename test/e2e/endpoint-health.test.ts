@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookHealthSchema } from "../../app/routes/v3/webhook-health.ts";
 import { webhookDispatch } from "../../lib/db/schema.ts";
+import { eventToOneWebhook } from "../support/event-to-one-webhook.ts";
 import { eventually } from "../support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
@@ -37,9 +38,9 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
 
   const subscribe = async (url: string) =>
     (await harness.call("POST", "/v3/webhooks", { ...OWNER, body: { url, events: ["*"] } })).body.id as string;
-  const sendTests = async (id: string, count: number) => {
-    for (let i = 0; i < count; i++)
-      expect((await harness.call("POST", `/v3/webhooks/${id}/test`, OWNER)).status).toBe(202);
+  // Real events, one webhook's each: test events count toward no endpoint's health.
+  const sendEvents = async (id: string, count: number) => {
+    for (let i = 0; i < count; i++) await eventToOneWebhook(harness, id);
   };
   const settled = (id: string, count: number) =>
     eventually(
@@ -70,7 +71,7 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
 
   it("shows a healthy endpoint's p50 and p95 within 10 % of the attempt log", async () => {
     const id = await subscribe(`${receiver.url}/healthy`);
-    await sendTests(id, HEALTHY_EVENTS);
+    await sendEvents(id, HEALTHY_EVENTS);
     await settled(id, HEALTHY_EVENTS);
     const log = await attemptLog(id);
     const seen = await health(id);
@@ -94,7 +95,7 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
 
   it("shows an endpoint that answers 500 to everything as failing, with its last error", async () => {
     const id = await subscribe(`${receiver.url}/failing`);
-    await sendTests(id, 4);
+    await sendEvents(id, 4);
     await settled(id, 4);
     const log = await attemptLog(id);
     expect(log).toMatchObject({ attempts: 12, succeeded: 0 });
@@ -114,7 +115,7 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
 
   it("shows an unreachable endpoint's open breaker, its waiting deliveries and when the next attempt comes", async () => {
     const id = await subscribe(refusedUrl);
-    await sendTests(id, 3);
+    await sendEvents(id, 3);
     // Five refused connections open the breaker; the rest wait for its probe, an hour away.
     const seen = await eventually(
       () => health(id),
@@ -142,7 +143,7 @@ describe("per-endpoint health: GET /v3/webhooks/:id/health", () => {
   it("is idle before any attempt, and 404 for another account", async () => {
     const id = await subscribe(`${receiver.url}/quiet`);
     await harness.call("PATCH", `/v3/webhooks/${id}`, { ...OWNER, body: { status: "paused" } });
-    await sendTests(id, 2);
+    await sendEvents(id, 2);
     expect(await health(id)).toMatchObject({
       verdict: "idle",
       attempts: 0,

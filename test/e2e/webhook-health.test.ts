@@ -5,6 +5,7 @@ import { webhook, webhookDispatch, webhookNotification, type WebhookStatus } fro
 import { disableFailingWebhooksTask } from "../../lib/webhook/sweeper/disable-failing-webhooks.ts";
 import { wakeSweepers } from "../../lib/webhook/sweeper/webhook-sweeper.ts";
 import type { Lane } from "../../lib/webhook/transport/postgres/postgres-lane.ts";
+import { eventToOneWebhook } from "../support/event-to-one-webhook.ts";
 import { eventually } from "../support/eventually.ts";
 import { HARNESS_START_MS, pgliteFactory, startHarness, type Harness } from "../support/harness.ts";
 import { startReceiver, type TestReceiver } from "../support/receiver.ts";
@@ -52,7 +53,8 @@ describe("endpoint health: 410 Gone, the 7-day rule, owner notifications by e-ma
     });
     return created.body.id as string;
   };
-  const sendTest = async (id: string) => (await harness.call("POST", `/v3/webhooks/${id}/test`, OWNER)).body;
+  // Real events, one webhook's each: a test event never disables a webhook or tells its owner.
+  const sendEvent = (id: string) => eventToOneWebhook(harness, id);
   const statusOf = async (id: string) =>
     (await harness.hooklane.database.db.select().from(webhook).where(eq(webhook.id, id)))[0]!;
   const dispatchesOf = (id: string) =>
@@ -85,11 +87,11 @@ describe("endpoint health: 410 Gone, the 7-day rule, owner notifications by e-ma
   it("disables a webhook that answers 410, notifies its owner by row and e-mail, and delivers the kept event once re-enabled", async () => {
     answers.set("/gone", 410);
     const id = await subscribe("/gone");
-    const test = await sendTest(id);
+    const event = await sendEvent(id);
     const row = await waitForStatus(id, "disabled");
     expect(row.disabledReason).toBe("endpoint answered 410 Gone");
     expect((await disabledNotes(id)).map((note) => note.detail)).toEqual([
-      { reason: "endpoint answered 410 Gone", dispatchId: test.id },
+      { reason: "endpoint answered 410 Gone", dispatchId: event.id },
     ]);
     const [mail] = await mailWith(`Webhook ${id} was disabled`);
     expect(mail!.to).toEqual([OWNER_EMAIL]);
@@ -100,7 +102,7 @@ describe("endpoint health: 410 Gone, the 7-day rule, owner notifications by e-ma
     const enabled = await harness.call("PATCH", `/v3/webhooks/${id}`, { ...OWNER, body: { status: "active" } });
     expect(enabled.body).toMatchObject({ status: "active", disabledReason: null });
     await settledDispatches(id, 1);
-    expect((await dispatchesOf(id))[0]).toMatchObject({ id: test.id, status: "success", attemptCount: 2 });
+    expect((await dispatchesOf(id))[0]).toMatchObject({ id: event.id, status: "success", attemptCount: 2 });
   });
 
   it("disables a webhook whose every delivery failed for 7 days, judged on an injected clock, and e-mails its owner", async () => {
@@ -109,8 +111,8 @@ describe("endpoint health: 410 Gone, the 7-day rule, owner notifications by e-ma
     const healthy = await subscribe("/up");
     // Two rounds of events, the second after the first has failed for good.
     for (let round = 1; round <= 2; round++) {
-      await sendTest(failing);
-      await sendTest(healthy);
+      await sendEvent(failing);
+      await sendEvent(healthy);
       await settledDispatches(failing, round);
       await settledDispatches(healthy, round);
     }

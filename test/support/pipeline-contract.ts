@@ -72,7 +72,8 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
     it("routes an event to the owner its resource had when it was published, even if the resource is gone by then", async () => {
       const { harness, receiver } = await setUp({ lane: false });
       await harness.accounts("acc_alice", "acc_bob");
-      const events = ["payment-debt.created", "subscription.history.created", "payment-debt.purged"];
+      // payment-debt.purged belongs to no account: an account webhook cannot subscribe to it (422).
+      const events = ["payment-debt.created", "subscription.history.created"];
       const alice = await subscribe(harness, receiver, "/alice", { account: "acc_alice" }, { events });
       const bob = await subscribe(harness, receiver, "/bob", { account: "acc_bob" }, { events });
       const call = async (method: string, path: string, body?: unknown) => {
