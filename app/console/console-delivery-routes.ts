@@ -87,6 +87,10 @@ export function addDeliveryConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string,
     const notifications = [...digests.body.data, ...disables.body.data].sort((a, b) =>
       b.created.localeCompare(a.created),
     );
-    return c.html(notificationsPage({ notifications, context: context(c) }));
+    // Which webhooks still have a page: a deleted one's notifications stay, its page does not.
+    const webhooks = [...new Set(notifications.map((n) => n.webhook as string))];
+    const found = await Promise.all(webhooks.map((id) => call(c, "GET", `/v3/webhooks/${encodeURIComponent(id)}`)));
+    const live = new Set(webhooks.filter((_, i) => found[i]?.ok));
+    return c.html(notificationsPage({ notifications, live, context: context(c) }));
   });
 }

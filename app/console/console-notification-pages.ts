@@ -25,8 +25,20 @@ function notificationSummary(n: Notification) {
   return html`<code>${detail.eventId ?? ""}</code> failed for good${n.digest ? html` (in ${n.digest})` : ""}`;
 }
 
-/** What owners were told (digests of deliveries that failed for good, disables) and whether the e-mail went. */
-export function notificationsPage(input: { notifications: Notification[]; context: PageContext }) {
+/** What the e-mail column's status means, in words. */
+const MAIL_MEANING: Record<string, string> = {
+  pending: "waiting to be mailed",
+  sent: "mailed",
+  none: "not mailed: no SMTP server is configured, or the account has no e-mail address (set email on the account)",
+  failed: "gave up mailing it",
+  digest: "told in its digest",
+};
+
+/**
+ * What owners were told (digests of deliveries that failed for good, disables) and whether the e-mail went. A
+ * deleted webhook is named but not linked (`live` holds the ones that still have a page).
+ */
+export function notificationsPage(input: { notifications: Notification[]; live: Set<string>; context: PageContext }) {
   const { notifications, context } = input;
   return layout(
     "Notifications",
@@ -46,11 +58,16 @@ export function notificationsPage(input: { notifications: Notification[]; contex
               html`<tr>
                 <td>${when(n.created)}</td>
                 <td>
-                  <a href="${context.base}/webhooks/${n.webhook}"><code>${n.webhook}</code></a>
+                  ${
+                    input.live.has(n.webhook)
+                      ? html`<a href="${context.base}/webhooks/${n.webhook}"><code>${n.webhook}</code></a>`
+                      : html`<code>${n.webhook}</code> <small>(deleted)</small>`
+                  }
                 </td>
                 <td>${notificationSummary(n)}</td>
                 <td>
-                  ${n.mail.status}${n.mail.sent ? html`<br /><small>${when(n.mail.sent)}</small>` : ""}
+                  ${n.mail.status}<br /><small>${MAIL_MEANING[n.mail.status] ?? ""}</small
+                  >${n.mail.sent ? html`<br /><small>${when(n.mail.sent)}</small>` : ""}
                   ${n.mail.error ? html`<br /><small>${n.mail.error} (attempt ${n.mail.attempts})</small>` : ""}
                 </td>
               </tr>`,

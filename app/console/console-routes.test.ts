@@ -375,4 +375,52 @@ describe("the console", () => {
     }
     expect(seen.sort()).toEqual([...all].sort());
   });
+
+  it("says when a token's account does not exist; answers an unknown console path with its own 404 page", async () => {
+    const ghost = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "newcomer", account: "acc_nobody_made" });
+    await page("/console");
+    const refused = await post("/console/login", { token: ghost });
+    expect(refused.status).toBe(401);
+    expect(await refused.text()).toContain("That token is for account acc_nobody_made, which does not exist");
+    // An admin may sign in for an account of its own that holds no row: it manages the global webhooks.
+    const admin = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "ops", account: "acc_ops_only", admin: true });
+    await page("/console");
+    expect((await post("/console/login", { token: admin })).status).toBe(303);
+    const token = await mintToken(DEVELOPMENT_JWT_SECRET, { sub: "operator", ...OWNER });
+    await page("/console");
+    expect((await post("/console/login", { token })).status).toBe(303);
+
+    for (const path of ["/console/nothing-here", "/console/webhooks/wh_1/nothing/here"]) {
+      const missing = await page(path);
+      expect(missing.status, path).toBe(404);
+      expect(missing.headers.get("content-type"), path).toContain("text/html");
+      expect(missing.html, path).toContain("<h1>Page not found</h1>");
+      expect(missing.html, path).toContain('href="/console"');
+    }
+    const session = await harness.call("POST", "/v3/portal-sessions", {
+      ...OWNER,
+      body: { frameAncestors: ["https://app.example.com"], expiresIn: 900 },
+    });
+    const portalMissing = await page(`${new URL(session.body.url).pathname}/no-such-page`);
+    expect(portalMissing.status).toBe(404);
+    expect(portalMissing.html).toContain("<h1>Page not found</h1>");
+  });
+
+  it("names a deleted webhook's notifications without a link, and says why an e-mail was not sent", async () => {
+    const hook = await harness.call("POST", "/v3/webhooks", {
+      ...OWNER,
+      body: { url: `${receiver.url}/soon-gone`, events: ["*"] },
+    });
+    await notifyOwner(harness.hooklane.database, {
+      webhookId: hook.body.id,
+      kind: "webhook.disabled",
+      detail: { reason: "endpoint answered 410 Gone" },
+    });
+    await notifyOwnersTask.run({ hooklane: harness.hooklane, workerId: "console-test", now: () => new Date() });
+    expect((await harness.call("DELETE", `/v3/webhooks/${hook.body.id}`, OWNER)).status).toBe(200);
+    const shown = await page("/console/notifications");
+    expect(shown.html).toContain(`<code>${hook.body.id}</code> <small>(deleted)</small>`);
+    expect(shown.html).not.toContain(`href="/console/webhooks/${hook.body.id}"`);
+    expect(shown.html).toContain("not mailed: no SMTP server is configured");
+  });
 });

@@ -1,3 +1,4 @@
+import { eq } from "drizzle-orm";
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { decodeJwt } from "jose";
@@ -9,10 +10,12 @@ import {
   revokeConsoleSession,
 } from "../../lib/auth/console-session.ts";
 import type { Principal } from "../../lib/auth/jwt.ts";
+import { account } from "../../lib/db/schema.ts";
+import type { Database } from "../../lib/db/client.ts";
 import { consoleCookie } from "./console-cookie.ts";
 import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { addDeliveryConsoleRoutes } from "./console-delivery-routes.ts";
-import { loginPage } from "./console-pages.ts";
+import { loginPage, problemPage } from "./console-pages.ts";
 import { addPortalGate, portalTools, PORTAL_PREFIX } from "./console-portal.ts";
 import { callApiAs, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
 import { addWebhookConsoleRoutes } from "./console-webhook-routes.ts";
@@ -32,6 +35,11 @@ export function sessionCookie(c: Context<HooklaneEnv>): { name: string; secure: 
 }
 
 const principals = new WeakMap<Request, Principal | null>();
+
+async function accountExists(database: Database, id: string): Promise<boolean> {
+  const [row] = await database.db.select({ id: account.id }).from(account).where(eq(account.id, id));
+  return row !== undefined;
+}
 
 /** The principal the request's session cookie signs in, read once per request; undefined when none. */
 async function signedInPrincipal(c: Context<HooklaneEnv>): Promise<Principal | undefined> {
@@ -92,6 +100,11 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
       principal = undefined;
     }
     if (!principal) return c.html(loginPage(formToken(c), "That token was not accepted."), 401);
+    // A token for an account nobody created would open a console where every create fails: say so now.
+    if (!principal.admin && !principal.support && !(await accountExists(hooklane.database, principal.account))) {
+      const detail = `That token is for account ${principal.account}, which does not exist: create it first (POST /v3/accounts, as an admin) or sign in with a token for an existing account.`;
+      return c.html(loginPage(formToken(c), detail), 401);
+    }
     // A fresh id on every sign-in, whatever cookie came with it (no fixation); the old session ends.
     const { name, secure } = sessionCookie(c);
     await revokeConsoleSession(hooklane.database, getCookie(c, name));
@@ -124,6 +137,16 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   ] as const) {
     addWebhookConsoleRoutes(app, prefix, tools);
     addDeliveryConsoleRoutes(app, prefix, tools);
+  }
+  // Any other console path: the console's own page, not the API's problem+json.
+  for (const [path, tools] of [
+    [`${PORTAL_PREFIX}/*`, portal],
+    ["/console/*", signedIn],
+  ] as const) {
+    app.all(path, (c) => {
+      const detail = "There is no such page here. The link may be old, or the address mistyped.";
+      return c.html(problemPage("Page not found", detail, tools.context(c)), 404);
+    });
   }
   return app;
 }
