@@ -7,6 +7,7 @@ import {
   screenshot,
   seriousViolations,
   startBrowserFixture,
+  widths,
   type BrowserFixture,
 } from "../support/browser.ts";
 
@@ -79,11 +80,10 @@ describe.skipIf(!hasChromium())("/docs in a browser", () => {
       if (JSON.stringify(JSON.parse(payload)) !== JSON.stringify(entry.example))
         missing.push(`${entry.internal}: example`);
       const schema = await section
-        .locator("pre")
-        .first()
+        .locator(".payload-schema")
         .innerText()
         .catch(() => "");
-      if (!schema.includes(`"const": "${entry.internal}"`) || !schema.includes('"EventBody"'))
+      if (!schema.includes(`always "${entry.internal}"`) || !schema.includes("EventBody"))
         missing.push(`${entry.internal}: schema`);
     }
     expect(missing).toEqual([]);
@@ -92,5 +92,51 @@ describe.skipIf(!hasChromium())("/docs in a browser", () => {
     }
     expect(await page.locator("#errors + p + table tr").count()).toBeGreaterThan(5);
     expect(await seriousViolations(page)).toEqual([]);
+  });
+
+  it("reads as a reference: navigation in view while scrolling, a link to every operation, fields as tables, no raw schema JSON, fits 375 px", async () => {
+    const document: any = await (await fetch(`${fixture.origin}/openapi.json`)).json();
+    const page = await fixture.page({ width: 1280 });
+    await page.goto(`${fixture.origin}/docs`);
+    const nav = page.getByRole("navigation", { name: "Contents" });
+    const unlinked: string[] = [];
+    for (const operations of Object.values<any>(document.paths)) {
+      for (const operation of Object.values<any>(operations)) {
+        const link = nav.locator(`a[href="#${operation.operationId}"]`);
+        if ((await link.count()) !== 1) unlinked.push(`${operation.operationId}: no link`);
+        if ((await page.locator(`[id="${operation.operationId}"]`).count()) !== 1)
+          unlinked.push(`${operation.operationId}: no section`);
+      }
+    }
+    expect(unlinked).toEqual([]);
+    // Far down the page, the navigation is still on screen, and a link in it still goes where it says.
+    await page.locator("#schemas").scrollIntoViewIfNeeded();
+    const box = await nav.boundingBox();
+    expect(box!.y).toBeGreaterThanOrEqual(0);
+    expect(box!.y).toBeLessThan(50);
+    const last = Object.values<any>(document.paths)
+      .flatMap((ops) => Object.values<any>(ops))
+      .at(-1).operationId;
+    await nav.locator(`a[href="#${last}"]`).click();
+    expect(page.url()).toContain(`#${last}`);
+    expect(await page.locator(`[id="${last}"]`).isVisible()).toBe(true);
+    await screenshot(page, "6-docs-scrolled", { fullPage: false });
+    // Fields are tables, with their descriptions; nothing prints a schema as JSON.
+    const text = await page.locator("main").innerText();
+    expect(text).not.toMatch(/"(\$ref|properties|additionalProperties|anyOf)"\s*:/);
+    expect(text).not.toMatch(/"type"\s*:\s*"(object|string|array|integer)"/);
+    const webhookFields = page.locator("#schema-Webhook table.fields");
+    expect(await webhookFields.locator("tr").count()).toBeGreaterThan(10);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    const phone = await fixture.page({ width: 375 });
+    await phone.goto(`${fixture.origin}/docs`);
+    const { scrollWidth, clientWidth } = await widths(phone);
+    expect(scrollWidth).toBeLessThanOrEqual(clientWidth);
+    expect(await seriousViolations(phone)).toEqual([]);
+    await screenshot(phone, "6-docs-375", { fullPage: false });
+    console.log(
+      `[docs] ${document.paths ? Object.keys(document.paths).length : 0} paths linked; nav at y=${box!.y} after scrolling; 375 px: ${scrollWidth}/${clientWidth}`,
+    );
   });
 });
