@@ -4,6 +4,8 @@ const integrationUrl = process.env.TEST_DATABASE_URL;
 
 export default defineConfig({
   test: {
+    // Says which suites this machine cannot run, and why (no Chromium, python3 or Go; no PostgreSQL).
+    globalSetup: ["test/support/print-skips.ts"],
     projects: [
       {
         test: {

@@ -4,10 +4,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { generateWebhookSecret, signatureHeaders } from "../../lib/webhook/outbound/webhook-signature.ts";
+import { has, unless } from "../../test/support/optional-tools.ts";
 import { VERIFY_SNIPPETS } from "./verify-signature-guide.ts";
 
-const has = (command: string) =>
-  spawnSync(command, ["--version"]).status === 0 || spawnSync(command, ["version"]).status === 0;
 const folder = mkdtempSync(join(tmpdir(), "hooklane-verify-"));
 afterAll(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -34,7 +33,7 @@ const RUNNERS = {
   },
 } as const;
 
-const AVAILABLE = { node: true, python: has("python3"), go: has("go") };
+const TOOL = { node: undefined, python: "python3", go: "go" } as const;
 
 describe("the verify-a-signature guide's snippets", () => {
   const payload = JSON.stringify({ id: "evt_guide", type: "webhook.test", data: { object: "webhook", id: "wh_1" } });
@@ -63,21 +62,20 @@ describe("the verify-a-signature guide's snippets", () => {
   ];
 
   for (const [language, runner] of Object.entries(RUNNERS)) {
-    it.skipIf(!AVAILABLE[language as keyof typeof AVAILABLE])(
-      `${language}: accepts what hooklane signs, refuses the rest`,
-      () => {
-        const file = join(folder, runner.file);
-        writeFileSync(file, runner.source);
-        const [command, ...args] = runner.command(file);
-        for (const [what, input, expected] of cases) {
-          const run = spawnSync(command!, args, {
-            env: { ...process.env, BODY: input.body, SIGNATURE: input.signature, SECRET: secret },
-            encoding: "utf8",
-          });
-          expect(run.stderr, `${language}, ${what}`).toBe("");
-          expect(run.stdout, `${language}, ${what}`).toBe(expected);
-        }
-      },
-    );
+    const tool = TOOL[language as keyof typeof TOOL];
+    const title = `${language}: accepts what hooklane signs, refuses the rest`;
+    it.skipIf(tool !== undefined && !has(tool))(tool === undefined ? title : unless(tool, title), () => {
+      const file = join(folder, runner.file);
+      writeFileSync(file, runner.source);
+      const [command, ...args] = runner.command(file);
+      for (const [what, input, expected] of cases) {
+        const run = spawnSync(command!, args, {
+          env: { ...process.env, BODY: input.body, SIGNATURE: input.signature, SECRET: secret },
+          encoding: "utf8",
+        });
+        expect(run.stderr, `${language}, ${what}`).toBe("");
+        expect(run.stdout, `${language}, ${what}`).toBe(expected);
+      }
+    });
   }
 });

@@ -8,6 +8,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import type { SignatureScheme } from "../../lib/db/schema.ts";
 import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signature.ts";
+import { has, unless } from "../../test/support/optional-tools.ts";
 import { SAMPLE_EVENT_BODY, sampleDeliveryHeaders } from "../../test/support/sample-delivery.ts";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -62,7 +63,6 @@ function expectInGuide(file: string, language: string) {
   expect(guide).toContain("```" + language + "\n" + readFileSync(join(here, file), "utf8") + "```");
 }
 
-const hasGo = spawnSync("go", ["version"]).status === 0;
 const scratch: string[] = [];
 afterAll(() => scratch.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
@@ -85,7 +85,8 @@ describe("docs/receiving.md snippets", () => {
     expectVerdicts(run(process.execPath, ["--input-type=module", "-e", harness], { cwd: here }));
   });
 
-  it("Python: verify_webhook returns genuine events and raises for the rest", () => {
+  const pythonTest = "Python: verify_webhook returns genuine events and raises for the rest";
+  it.skipIf(!has("python3"))(unless("python3", pythonTest), () => {
     expectInGuide("verify.py", "python");
     const harness = `
 import json, sys
@@ -102,7 +103,7 @@ print(json.dumps(verdicts))`;
   });
 
   const goTest = "Go: Verify returns genuine events and an ErrVerification for the rest";
-  it.skipIf(!hasGo)(hasGo ? goTest : `${goTest} (skipped: no \`go\` on PATH)`, () => {
+  it.skipIf(!has("go"))(unless("go", goTest), () => {
     expectInGuide("verify.go", "go");
     const dir = mkdtempSync(join(tmpdir(), "hooklane-verify-go-"));
     scratch.push(dir);

@@ -1,6 +1,6 @@
 import { serve, type ServerType } from "@hono/node-server";
 import axe from "axe-core";
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { chromium, type Browser, type Page } from "playwright-core";
@@ -8,9 +8,9 @@ import { createApp } from "../../app/app.ts";
 import { mintToken } from "../../lib/auth/jwt.ts";
 import { DEVELOPMENT_JWT_SECRET } from "../../lib/config/env.ts";
 import { pgliteFactory, startHarness, type Harness } from "./harness.ts";
+import { CHROMIUM, has } from "./optional-tools.ts";
 
-/** Debian's chromium: Playwright's own browser downloads are not used (`.ci/run` installs this one). */
-export const CHROMIUM = "/usr/bin/chromium";
+export { CHROMIUM } from "./optional-tools.ts";
 export const SCREENSHOTS = fileURLToPath(new URL("../browser/screenshots/", import.meta.url));
 
 /** The app on a real loopback port (the lane in-process), and a headless Chromium to drive it. */
@@ -61,7 +61,7 @@ export async function startBrowserFixture(env: Record<string, string> = {}): Pro
 }
 
 /** Whether the machine has the browser (CI installs it; a developer without it skips the browser suites). */
-export const hasChromium = () => existsSync(CHROMIUM);
+export const hasChromium = () => has("chromium");
 
 /** Violations axe-core rates serious or critical on the page as it is now. */
 export async function seriousViolations(page: Page): Promise<string[]> {
