@@ -43,6 +43,45 @@ describe("/openapi.json and /docs", () => {
     expect(JSON.stringify(document)).not.toMatch(/dedupe on it/i);
   });
 
+  it("describes every property and parameter: of every schema, body, answer and event", async () => {
+    const document = await openApi();
+    const undescribed: string[] = [];
+    let properties = 0;
+    const walk = (schema: any, where: string): void => {
+      if (!schema || typeof schema !== "object") return;
+      for (const [name, property] of Object.entries<any>(schema.properties ?? {})) {
+        properties++;
+        if (!property.description && !property.$ref) undescribed.push(`${where}.${name}`);
+        walk(property, `${where}.${name}`);
+      }
+      if (schema.items) walk(schema.items, `${where}[]`);
+      if (schema.additionalProperties) walk(schema.additionalProperties, `${where}{}`);
+      for (const key of ["anyOf", "oneOf", "allOf"]) {
+        (schema[key] ?? []).forEach((branch: any, i: number) => walk(branch, `${where}|${i}`));
+      }
+    };
+    for (const [name, schema] of Object.entries<any>(document.components.schemas)) walk(schema, name);
+    for (const [path, operations] of Object.entries<any>(document.paths)) {
+      for (const [method, operation] of Object.entries<any>(operations)) {
+        const where = `${method.toUpperCase()} ${path}`;
+        for (const parameter of operation.parameters ?? []) {
+          properties++;
+          if (!parameter.description) undescribed.push(`${where} parameter ${parameter.name}`);
+        }
+        walk(operation.requestBody?.content?.["application/json"]?.schema, `${where} body`);
+        for (const [status, response] of Object.entries<any>(operation.responses)) {
+          walk(response.content?.["application/json"]?.schema, `${where} ${status}`);
+        }
+      }
+    }
+    for (const [type, entry] of Object.entries<any>(document.webhooks)) {
+      walk(entry.post.requestBody.content["application/json"].schema, `event ${type}`);
+    }
+    console.log(`[openapi] ${properties} properties and parameters, ${undescribed.length} without a description`);
+    expect(properties).toBeGreaterThan(500);
+    expect(undescribed).toEqual([]);
+  });
+
   it("documents every route of the app's route table, and nothing the app lacks", async () => {
     const document = await openApi();
     const routes = [

@@ -73,8 +73,12 @@ export function catalogueWebhooks(catalogue: readonly CatalogueEntry[]): Record<
                     {
                       type: "object",
                       properties: {
-                        type: { const: entry.internal },
-                        data: { type: "object", properties: { object: { const: entry.resource } } },
+                        type: { const: entry.internal, description: "This event's type." },
+                        data: {
+                          type: "object",
+                          description: "What the event is about: fetch it by `data.id` for its current state.",
+                          properties: { object: { const: entry.resource, description: "The resource's kind." } },
+                        },
                       },
                     },
                   ],

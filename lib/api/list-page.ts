@@ -16,8 +16,8 @@ export function listOf<T extends z.ZodType>(item: T) {
   const example = (item.meta()?.examples as unknown[] | undefined)?.[0];
   return z
     .strictObject({
-      object: z.literal("list"),
-      data: z.array(item),
+      object: z.literal("list").describe("Always `list`."),
+      data: z.array(item).describe("This page's items, in the list's order (newest first unless the operation says)."),
       nextCursor: z.string().nullable().describe("Pass as `cursor` for the next page; null on the last."),
     })
     .meta(example === undefined ? {} : { examples: [{ object: "list", data: [example], nextCursor: null }] });

@@ -14,10 +14,27 @@ export const problemSchema = z
     code: z
       .enum(ERROR_TYPES.map((kind) => kind.code))
       .describe("The same kind, short: `validation_failed`, `not_found`, …"),
-    title: z.string(),
-    status: z.number().int(),
-    detail: z.string().optional(),
-    errors: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+    title: z
+      .string()
+      .describe("The status's reason phrase, e.g. `Not Found`: for people; branch on `type` or `code`, not on this."),
+    status: z.number().int().describe("The HTTP status code, the same as the answer's."),
+    detail: z
+      .string()
+      .optional()
+      .describe("What went wrong this time, in a sentence for people; branch on `type` or `code`, not on this."),
+    errors: z
+      .array(
+        z.object({
+          field: z
+            .string()
+            .describe(
+              "The field at fault: a path into the input (`url`, `events[1]`), a header's name (`Idempotency-Key`), or `(body)` for the body as a whole.",
+            ),
+          message: z.string().describe("What is wrong with it, for people, e.g. `is required`."),
+        }),
+      )
+      .optional()
+      .describe("Only on a 422: each problem with the input, one entry per field."),
     requestId: z.string().optional().describe("The request's `X-Request-Id`, also on every log line about it."),
   })
   .meta({ id: "Problem", description: "An error, as application/problem+json (RFC 9457)." });
@@ -73,6 +90,36 @@ function addExamples(paths: Record<string, Record<string, any>>, components: Rec
       }
     }
   }
+}
+
+/**
+ * What the API's conventions make a field mean wherever it appears (every
+ * object has `id` and `object`; timestamps are named for what happened), for
+ * the fields whose schema does not say more itself. A constant says what it
+ * always is.
+ */
+const CONVENTIONAL_FIELDS: Record<string, string> = {
+  id: "The object's id, prefixed by its kind.",
+  created: "When it was created (ISO-8601 UTC, milliseconds).",
+  updated: "When it last changed (ISO-8601 UTC, milliseconds).",
+  deleted: "Always `true`: the object is gone.",
+};
+
+/** Fills in the description of every property the conventions explain, throughout `roots`. */
+function describeConventionalFields(roots: unknown[]): void {
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== "object") return;
+    const schema = node as Record<string, unknown>;
+    const properties = schema.properties as Record<string, Record<string, unknown>> | undefined;
+    for (const [name, property] of Object.entries(properties ?? {})) {
+      if (property.description || property.$ref) continue;
+      if ("const" in property) property.description = `Always \`${String(property.const)}\`.`;
+      else if (CONVENTIONAL_FIELDS[name]) property.description = CONVENTIONAL_FIELDS[name];
+    }
+    for (const [key, value] of Object.entries(schema)) if (key !== "example" && key !== "examples") visit(value);
+  };
+  visit(roots);
 }
 
 /**
@@ -172,6 +219,7 @@ export function openApiDocument(
   }
 
   addExamples(paths, components);
+  describeConventionalFields([...Object.values(components), ...Object.values(paths)]);
   const used = new Set(
     [...Object.values(paths), ...Object.values(webhooks as Record<string, Record<string, unknown>>)].flatMap(
       (operations) => Object.values(operations).flatMap((operation) => (operation as { tags?: string[] }).tags ?? []),

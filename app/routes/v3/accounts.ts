@@ -19,7 +19,7 @@ export const accountSchema = z
   .strictObject({
     id: z.string().describe("`acc_…`"),
     object: z.literal("account"),
-    name: z.string(),
+    name: z.string().describe("The account's name."),
     email: z.string().nullable().describe("Where notices about its webhooks go."),
     created: timestamp,
   })
@@ -29,13 +29,17 @@ export function presentAccount(row: Account): z.output<typeof accountSchema> {
   return { id: row.id, object: "account", name: row.name, email: row.email, created: iso(row.createdAt) };
 }
 
-const name = z.string().trim().min(1).max(200);
+const name = z.string().trim().min(1).max(200).describe("The account's name; surrounding spaces are trimmed.");
 const email = z.email().max(254);
 
 const createAccount = z
   .strictObject({
     name,
-    email: email.optional(),
+    email: email
+      .optional()
+      .describe(
+        "Where notices about its webhooks go (exhausted deliveries, disabled webhooks); without it none are mailed.",
+      ),
     id: z
       .string()
       .regex(/^acc_[A-Za-z0-9_-]{1,60}$/, "must be `acc_` and 1-60 letters, digits, '_' or '-'")
@@ -45,7 +49,10 @@ const createAccount = z
   .meta({ examples: [{ name: "Acme", email: "ops@acme.example" }] });
 
 const updateAccount = z
-  .strictObject({ name, email: email.nullable() })
+  .strictObject({
+    name,
+    email: email.nullable().describe("Where notices about its webhooks go; null: none are mailed."),
+  })
   .partial()
   .refine(...changesSomething)
   .meta({ examples: [{ email: "billing@acme.example" }] });

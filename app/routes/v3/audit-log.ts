@@ -29,7 +29,7 @@ export const auditEntrySchema = z
       .strictObject({
         sub: z.string().describe("The token's subject."),
         account: z.string().describe("The token's account."),
-        role: z.enum(["admin", "support"]).nullable(),
+        role: z.enum(["admin", "support"]).nullable().describe("The token's role; null for neither."),
       })
       .describe("Who did it."),
     detail: z.record(z.string(), z.unknown()).describe("What the action changed or started (never a secret)."),

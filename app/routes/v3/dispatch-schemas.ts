@@ -47,10 +47,23 @@ const DISPATCH_EXAMPLE = {
 export const eventBodySchema = z
   .strictObject({
     id: z.string().describe("`evt_…`"),
-    type: z.string(),
+    type: z.string().describe("The event type, e.g. `payment-debt.created`."),
     created: timestamp,
-    livemode: z.boolean(),
-    data: z.strictObject({ object: z.string(), id: z.string(), account: z.string().nullable() }),
+    livemode: z
+      .boolean()
+      .describe(
+        "The deployment's `WEBHOOK_LIVEMODE` (true by default): tells a live environment's events from a test one's.",
+      ),
+    data: z
+      .strictObject({
+        object: z.string().describe("The resource's kind, e.g. `payment-debt`."),
+        id: z.string(),
+        account: z
+          .string()
+          .nullable()
+          .describe("The account that owned the resource when the event happened; null when no account owns it."),
+      })
+      .describe("What the event is about, by identifiers only: read the resource back by `data.id` for its state."),
   })
   .meta({ id: "EventBody", examples: [EVENT_BODY_EXAMPLE] });
 
@@ -58,17 +71,34 @@ export const dispatchSchema = z
   .strictObject({
     id: z.string().describe("`wd_…`"),
     object: z.literal("webhook-dispatch"),
-    webhook: z.string(),
-    event: z.strictObject({ id: z.string(), type: z.string() }),
-    status: z.enum(DISPATCH_STATUSES),
+    webhook: z.string().describe("The webhook it is delivered to (`wh_…`)."),
+    event: z
+      .strictObject({ id: z.string(), type: z.string().describe("The event type, e.g. `payment-debt.created`.") })
+      .describe("The event it delivers: the body's `id` and `type`."),
+    status: z
+      .enum(DISPATCH_STATUSES)
+      .describe(
+        "`pending`: waiting for its first attempt (or the first of a new run); `error`: failed, waiting for a retry; `success`: delivered; `exhausted`: failed for good, its run's retries spent; `skipped`: finished without delivery on purpose (its webhook was deleted, or it was held longer than `heldEventMaxAge`).",
+      ),
     run: z.number().int().describe("1, plus one per manual retry or recovery."),
     attemptCount: z.number().int().describe("Attempts made in the current run."),
-    lastStatusCode: z.number().int().nullable(),
-    lastError: z.string().nullable(),
+    lastStatusCode: z
+      .number()
+      .int()
+      .nullable()
+      .describe("The HTTP status the latest attempt got; null when it got no HTTP answer, or before any attempt."),
+    lastError: z
+      .string()
+      .nullable()
+      .describe(
+        "`<error class>: <message>` of the latest attempt, or why the dispatch was skipped; null when the latest attempt succeeded, or before any attempt.",
+      ),
     nextAttempt: timestamp.nullable().describe("When the next attempt is due; null once finished."),
     created: timestamp,
     updated: timestamp,
-    completed: timestamp.nullable(),
+    completed: timestamp
+      .nullable()
+      .describe("When it finished (`success`, `exhausted` or `skipped`); null while it is `pending` or `error`."),
   })
   .meta({ id: "WebhookDispatch", examples: [DISPATCH_EXAMPLE] });
 
@@ -95,27 +125,51 @@ const ATTEMPT_EXAMPLE = {
 
 export const attemptSchema = z
   .strictObject({
-    run: z.number().int(),
-    attempt: z.number().int(),
-    started: timestamp,
-    durationMs: z.number().int(),
-    outcome: z.enum(ATTEMPT_OUTCOMES),
-    statusCode: z.number().int().nullable(),
-    errorClass: z.string().nullable(),
-    errorMessage: z.string().nullable(),
+    run: z.number().int().describe("The dispatch's run it belongs to: 1, plus one per manual retry or recovery."),
+    attempt: z.number().int().describe("Its number within its run, from 1."),
+    started: timestamp.describe("When it started."),
+    durationMs: z.number().int().describe("How long it took, in ms, until the answer or the failure."),
+    outcome: z
+      .enum(ATTEMPT_OUTCOMES)
+      .describe(
+        "`success`: a 2xx answer; `retry`: failed, another attempt follows (`nextAttempt`); `failed`: failed with no retry left, so the dispatch is exhausted; `blocked`: not sent, because the URL or its address is refused or outbound calls are switched off (retried like any failure).",
+      ),
+    statusCode: z.number().int().nullable().describe("The HTTP status of the answer; null when no answer came."),
+    errorClass: z
+      .string()
+      .nullable()
+      .describe(
+        "Why it failed, as data: `http_status`, `redirect`, `timeout`, `connection_refused`, `connection_reset`, `dns`, `tls`, `response_too_large`, `network`, `blocked` or `internal` (the attempt could not be made); null on success.",
+      ),
+    errorMessage: z
+      .string()
+      .nullable()
+      .describe("What went wrong, for people (500 characters at most); null on success."),
     responseExcerpt: z.string().nullable().describe("The first bytes of the subscriber's answer."),
     signature: z
       .strictObject({
-        timestamp: z.number().int(),
-        scheme: z.enum(SIGNATURE_SCHEMES),
-        signatures: z.number().int(),
+        timestamp: z
+          .number()
+          .int()
+          .describe(
+            "The timestamp signed, in Unix seconds (`t=`, or `webhook-timestamp`); 0 if the attempt could not be made.",
+          ),
+        scheme: z.enum(SIGNATURE_SCHEMES).describe("The scheme it was signed with: the webhook's `scheme` then."),
+        signatures: z
+          .number()
+          .int()
+          .describe(
+            "How many signatures it carried: 2 during a secret rotation (current and previous secret), else 1; 0 if the attempt could not be made.",
+          ),
         mode: z.enum(TEST_MODES).optional().describe("A test event's test mode, when it was sent in one."),
       })
       .describe("What was signed, never with what."),
     requestHeaders: z
       .record(z.string(), z.string())
       .describe("The headers the attempt was sent with; every signature value reads `[redacted]`."),
-    nextAttempt: timestamp.nullable(),
+    nextAttempt: timestamp
+      .nullable()
+      .describe("When the next attempt was due, as set when this one was recorded; null when no retry was scheduled."),
   })
   .meta({ id: "WebhookAttempt", examples: [ATTEMPT_EXAMPLE] });
 
@@ -131,21 +185,25 @@ export const dispatchDetailSchema = dispatchSchema
     examples: [{ ...DISPATCH_EXAMPLE, payload: EVENT_BODY_EXAMPLE, attempts: [ATTEMPT_EXAMPLE] }],
   });
 
+/** What a recovery's or resend's `status` means. */
+const RECOVERY_STATUS =
+  "`pending`: waiting for the sweeper; `running`: being worked through in batches; `completed`: the whole window has been gone through (what it started over may still be delivering: see `delivered` and `failed`).";
+
 export const recoverySchema = z
   .strictObject({
     id: z.string().describe("`whr_…`"),
     object: z.literal("webhook-recovery"),
-    webhook: z.string(),
-    status: z.enum(RECOVERY_STATUSES),
-    since: timestamp,
-    until: timestamp,
+    webhook: z.string().describe("The webhook whose dispatches it recovers (`wh_…`)."),
+    status: z.enum(RECOVERY_STATUSES).describe(RECOVERY_STATUS),
+    since: timestamp.describe("Start of the window: dispatches created at or after this time."),
+    until: timestamp.describe("End of the window: dispatches created before this time."),
     total: z.number().int().nullable().describe("Failed and exhausted dispatches in the window; null until started."),
     requeued: z.number().int().describe("Put back to pending so far."),
     delivered: z.number().int().describe("Of those, delivered since."),
     failed: z.number().int().describe("Of those, exhausted again."),
     created: timestamp,
-    started: timestamp.nullable(),
-    completed: timestamp.nullable(),
+    started: timestamp.nullable().describe("When a sweeper first took it up; null while `pending`."),
+    completed: timestamp.nullable().describe("When its last batch was done; null until `completed`."),
   })
   .meta({
     id: "WebhookRecovery",
@@ -242,11 +300,11 @@ export const resendSchema = z
   .strictObject({
     id: z.string().describe("`whr_…`"),
     object: z.literal("webhook-resend"),
-    eventType: z.string(),
+    eventType: z.string().describe("The event type it sends again, e.g. `payment-debt.created`."),
     account: z.string().nullable().describe("The account whose webhooks it covers; null: the global webhooks."),
-    status: z.enum(RECOVERY_STATUSES),
-    since: timestamp,
-    until: timestamp,
+    status: z.enum(RECOVERY_STATUSES).describe(RECOVERY_STATUS),
+    since: timestamp.describe("Start of the window: dispatches created at or after this time."),
+    until: timestamp.describe("End of the window: dispatches created before this time."),
     total: z
       .number()
       .int()
@@ -256,8 +314,8 @@ export const resendSchema = z
     delivered: z.number().int().describe("Of those, delivered since."),
     failed: z.number().int().describe("Of those, exhausted since."),
     created: timestamp,
-    started: timestamp.nullable(),
-    completed: timestamp.nullable(),
+    started: timestamp.nullable().describe("When a sweeper first took it up; null while `pending`."),
+    completed: timestamp.nullable().describe("When its last batch was done; null until `completed`."),
   })
   .meta({
     id: "WebhookResend",

@@ -20,8 +20,8 @@ export const generalAddressSchema = z
   .strictObject({
     id: z.string().describe("`addr_…`"),
     object: z.literal("general.address"),
-    line1: z.string(),
-    city: z.string(),
+    line1: z.string().describe("The address's first line, free text (e.g. `1 Gran Vía`)."),
+    city: z.string().describe("The city, free text."),
     country: z.string().describe("ISO 3166-1 alpha-2, upper case."),
     created: timestamp,
   })
@@ -39,12 +39,18 @@ export function presentGeneralAddress(row: GeneralAddress): z.output<typeof gene
 }
 
 const fields = {
-  line1: z.string().trim().min(1).max(200),
-  city: z.string().trim().min(1).max(100),
+  line1: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .describe("The address's first line, free text (e.g. `1 Gran Vía`); surrounding spaces are trimmed."),
+  city: z.string().trim().min(1).max(100).describe("The city, free text; surrounding spaces are trimmed."),
   country: z
     .string()
     .regex(/^[A-Za-z]{2}$/, "must be a 2-letter ISO 3166-1 code")
-    .transform((code) => code.toUpperCase()),
+    .transform((code) => code.toUpperCase())
+    .describe("ISO 3166-1 alpha-2 code, in any case; stored upper case."),
 };
 
 const createAddress = z

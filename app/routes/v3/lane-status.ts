@@ -8,7 +8,7 @@ import { timestamp } from "../../../lib/api/timestamps.ts";
 const count = z.number().int();
 const workerSchema = z.object({
   id: z.string().describe("`<host>/<pid>/<random>`."),
-  started: timestamp,
+  started: timestamp.describe("When the worker started."),
   heartbeat: timestamp.describe("Renewed every few seconds while the worker lives."),
   lastClaim: timestamp.nullable().describe("When it last leased dispatches."),
   inFlight: count.describe("Attempts in flight, as of its heartbeat."),
@@ -18,46 +18,89 @@ export const laneStatusSchema = z
   .object({
     object: z.literal("lane"),
     at: timestamp.describe("The database's clock when this was read."),
-    transport: z.enum(["postgres", "vercel"]),
-    deliver: z.object({
-      pending: count.describe("Waiting for their first attempt."),
-      error: count.describe("Failed, waiting for a retry."),
-      due: count.describe("Due now and held by no lease (including held ones)."),
-      inFlight: count.describe("Leased: being attempted."),
-      heldInactive: count.describe("Of paused or disabled webhooks: kept until they are active."),
-      heldBreaker: count.describe("Of webhooks whose circuit breaker is open."),
-      lagSeconds: z
-        .number()
-        .describe("Age of the oldest due dispatch that should be moving (active webhook, breaker not open, no lease)."),
-    }),
-    route: z.object({
-      due: count,
-      scheduled: count.describe("Waiting for a retry of their routing."),
-      inFlight: count,
-      lagSeconds: z.number().describe("Age of the oldest due route message."),
-    }),
+    transport: z
+      .enum(["postgres", "vercel"])
+      .describe(
+        "What carries the lane's messages (`WEBHOOK_QUEUE_DRIVER`): `postgres`, the database's own tables, or `vercel`, Vercel Queues.",
+      ),
+    deliver: z
+      .object({
+        pending: count.describe("Waiting for their first attempt."),
+        error: count.describe("Failed, waiting for a retry."),
+        due: count.describe("Due now and held by no lease (including held ones)."),
+        inFlight: count.describe("Leased: being attempted."),
+        heldInactive: count.describe("Of paused or disabled webhooks: kept until they are active."),
+        heldBreaker: count.describe("Of webhooks whose circuit breaker is open."),
+        lagSeconds: z
+          .number()
+          .describe(
+            "Age of the oldest due dispatch that should be moving (active webhook, breaker not open, no lease).",
+          ),
+      })
+      .describe("Open dispatches: deliveries not finished yet."),
+    route: z
+      .object({
+        due: count.describe("Due now and held by no lease."),
+        scheduled: count.describe("Waiting for a retry of their routing."),
+        inFlight: count.describe("Leased: being routed."),
+        lagSeconds: z.number().describe("Age of the oldest due route message."),
+      })
+      .describe("Route messages (`webhook_route_job`): events waiting to become their webhooks' dispatches."),
     workers: z
       .array(workerSchema)
       .describe("Live workers: heartbeat younger than the lease. None on Vercel (the lane is a queue consumer)."),
     lostWorkers: z
       .array(workerSchema)
       .describe("Workers whose heartbeat stopped within the last hour without draining (killed, crashed)."),
-    throughput: z.object({
-      minutes: z
-        .array(z.object({ minute: timestamp, attempts: count, succeeded: count }))
-        .describe("Attempts recorded per minute over the last 15 minutes; quiet minutes are absent."),
-      recent: z.object({
-        attempts: count,
-        succeeded: count,
-        perSecond: z.number().describe("Attempts per second over the last five minutes."),
-      }),
-    }),
-    webhooks: z.object({ active: count, paused: count, disabled: count }),
-    breakers: z.object({ open: count, halfOpen: count }),
-    recoveries: z.object({ pending: count, running: count }).describe("Bulk recovery jobs not finished."),
+    throughput: z
+      .object({
+        minutes: z
+          .array(
+            z.object({
+              minute: timestamp.describe("The minute's start."),
+              attempts: count.describe("Attempts recorded in that minute."),
+              succeeded: count.describe("Of those, the ones that succeeded."),
+            }),
+          )
+          .describe("Attempts recorded per minute over the last 15 minutes; quiet minutes are absent."),
+        recent: z
+          .object({
+            attempts: count.describe("Attempts recorded."),
+            succeeded: count.describe("Of those, the ones that succeeded."),
+            perSecond: z.number().describe("Attempts per second over the last five minutes."),
+          })
+          .describe("Over the last five whole minutes and the current one."),
+      })
+      .describe("Attempts recorded, test events and listen sessions' included."),
+    webhooks: z
+      .object({
+        active: count.describe("Active: delivered to."),
+        paused: count.describe("Paused: deliveries held until made active again."),
+        disabled: count.describe("Disabled by the system: deliveries held until made active again."),
+      })
+      .describe("Webhooks by status, deleted ones and listen sessions left out."),
+    breakers: z
+      .object({
+        open: count.describe("Open: the webhook's due deliveries wait, unattempted."),
+        halfOpen: count.describe("Half-open: the open time has passed; the next delivery is a probe."),
+      })
+      .describe("Circuit breakers not closed, of webhooks not deleted."),
+    recoveries: z
+      .object({
+        pending: count.describe("Waiting for the sweeper."),
+        running: count.describe("Being worked through in batches."),
+      })
+      .describe("Bulk recovery jobs not finished."),
     poisonMessages: count.describe("Messages kept in webhook_poison_message: never retried."),
     listener: z
-      .object({ up: z.boolean(), channels: z.array(z.string()), downSince: timestamp.nullable(), reconnects: count })
+      .object({
+        up: z
+          .boolean()
+          .describe("Connected and listening on every channel (also true when the process listens on none)."),
+        channels: z.array(z.string()).describe("The channels it listens on."),
+        downSince: timestamp.nullable().describe("When the session was lost, while it is down; null while up."),
+        reconnects: count.describe("Times the session was re-established since the process started."),
+      })
       .describe("The answering process's LISTEN session."),
   })
   .meta({

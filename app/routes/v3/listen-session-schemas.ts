@@ -19,7 +19,10 @@ export const createListenSessionBody = z
       .max(200)
       .default(["*"])
       .describe('Event types, or `["*"]` for all (the default).'),
-    scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
+    scheme: z
+      .enum(SIGNATURE_SCHEMES)
+      .default("hooklane-v1")
+      .describe("How deliveries are signed, as for a webhook: `hooklane-v1` (the default) or `standard-webhooks`."),
   })
   .meta({ examples: [{ forwardTo: "http://localhost:3000/webhooks", events: ["payment-debt.created"] }] });
 
@@ -37,9 +40,11 @@ export const listenSessionSchema = z
   .strictObject({
     id: z.string(),
     object: z.literal("listen-session"),
-    forwardTo: z.string(),
-    events: z.array(z.string()),
-    scheme: z.enum(SIGNATURE_SCHEMES),
+    forwardTo: z.string().describe("Where the CLI POSTs each delivery."),
+    events: z.array(z.string()).describe("Event types heard, or `*` for all."),
+    scheme: z
+      .enum(SIGNATURE_SCHEMES)
+      .describe("How deliveries are signed, as for a webhook: `hooklane-v1` or `standard-webhooks`."),
     expires: timestamp.describe("Renewed while the CLI's stream is open; the session is deleted once it passes."),
     created: timestamp,
   })

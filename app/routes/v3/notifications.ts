@@ -40,15 +40,23 @@ export const notificationSchema = z
       .describe(
         "`dispatch.exhausted.digest`: the window's dispatches that failed for good, by type with counts and example resource ids; `webhook.disabled`: mailed at once; `dispatch.exhausted`: one dispatch, told in its digest.",
       ),
-    webhook: z.string(),
+    webhook: z.string().describe("The webhook it is about (`wh_…`)."),
     account: z.string().nullable().describe("The webhook's owner; null for a global webhook (mailed to `OPS_EMAIL`)."),
-    detail: z.record(z.string(), z.unknown()),
+    detail: z
+      .record(z.string(), z.unknown())
+      .describe(
+        "What happened, by `kind`: a digest's `total`, `types` (`type`, `count`, `examples`), `windowStart` and `windowEnd`; a disable's `reason` (and, after a 410, the `dispatchId` that got it); an exhausted dispatch's `dispatchId`, `eventId`, `eventType`, `resourceId`, `attempts` and `lastError`.",
+      ),
     digest: z.string().nullable().describe("For `dispatch.exhausted`: the digest that told it, once folded."),
     mail: z
       .strictObject({
-        status: z.enum(MAIL_STATUSES),
-        attempts: z.number().int(),
-        sent: timestamp.nullable(),
+        status: z
+          .enum(MAIL_STATUSES)
+          .describe(
+            "`pending`: to be sent (or tried again); `sent`; `none`: nobody to mail (no mail server, or no address); `failed`: given up after the last try; `digest`: never mailed alone, told in its digest.",
+          ),
+        attempts: z.number().int().describe("Sends tried so far."),
+        sent: timestamp.nullable().describe("When the e-mail was sent; null unless `status` is `sent`."),
         error: z.string().nullable().describe("Why the last send failed; it is retried."),
       })
       .describe("The e-mail: sent by the sweeper, retried while the SMTP server refuses it."),

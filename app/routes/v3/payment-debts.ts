@@ -29,7 +29,7 @@ export const paymentDebtSchema = z
     account: z.string().describe("The owning account (`acc_…`)."),
     amount: z.string().describe("A decimal with 2 places, as a string so no precision is lost."),
     currency: z.string().describe("ISO 4217, upper case."),
-    status: z.enum(PAYMENT_DEBT_STATUSES),
+    status: z.enum(PAYMENT_DEBT_STATUSES).describe("`open` when created; after that, whatever a PATCH last set."),
     created: timestamp,
   })
   .meta({ id: "PaymentDebt", examples: [EXAMPLE] });
@@ -53,6 +53,9 @@ const amount = z
   .refine(
     (value) => /^\d{1,12}(\.\d{1,2})?$/.test(value) && Number(value) > 0,
     "must be a positive decimal with at most 12 digits before the point and 2 after",
+  )
+  .describe(
+    'The amount owed: a positive decimal, at most 12 digits before the point and 2 after, as a string (`"42.00"`) or a number.',
   );
 
 const createPaymentDebt = z
@@ -61,7 +64,8 @@ const createPaymentDebt = z
     currency: z
       .string()
       .regex(/^[A-Za-z]{3}$/, "must be a 3-letter ISO 4217 code")
-      .transform((code) => code.toUpperCase()),
+      .transform((code) => code.toUpperCase())
+      .describe("ISO 4217 code, in any case; stored upper case."),
     account: z.string().min(1).max(100).optional().describe("Admins only: the owning account; others get their own."),
   })
   .meta({ examples: [{ amount: "42.00", currency: "EUR" }] });
@@ -80,7 +84,7 @@ const insertPaymentDebt = preparedPerDatabase((db) =>
 );
 
 const updatePaymentDebt = z
-  .strictObject({ status: z.enum(PAYMENT_DEBT_STATUSES) })
+  .strictObject({ status: z.enum(PAYMENT_DEBT_STATUSES).describe("The debt's new status.") })
   .meta({ examples: [{ status: "paid" }] });
 
 const debtParams = idParams("The payment debt's id (`pd_…`).");

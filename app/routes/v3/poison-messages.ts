@@ -31,9 +31,23 @@ export const poisonMessageSchema = z
   .strictObject({
     id: z.string().describe("`pm_…`"),
     object: z.literal("poison-message"),
-    topic: z.string(),
+    topic: z
+      .string()
+      .describe(
+        "The topic it came on: `webhook-out-route` (an event to route), `webhook-out-deliver` (a dispatch to attempt), or one nothing consumes.",
+      ),
     event: z
-      .strictObject({ id: z.string().nullable(), type: z.string().nullable(), resource: z.string().nullable() })
+      .strictObject({
+        id: z
+          .string()
+          .nullable()
+          .describe("The message's `eventId` (a deliver message's `dispatchId`); null when it names neither."),
+        type: z.string().nullable().describe("The message's `type`: the event type; null when it has none."),
+        resource: z
+          .string()
+          .nullable()
+          .describe("The message's `resourceId`: the resource the event is about; null when it has none."),
+      })
       .describe("What the message names, where it names it as text (a poison message may be any JSON at all)."),
     replayable: z.boolean().describe("A route message that passes the message schema: replaying sends it again."),
     error: z.string().describe("Why it could not be processed."),

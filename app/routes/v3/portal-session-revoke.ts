@@ -9,7 +9,7 @@ import { deleted, deletedSchema, idParams } from "./resource-fields.ts";
 const revocationSchema = z
   .strictObject({
     object: z.literal("portal-session-revocation"),
-    account: z.string(),
+    account: z.string().describe("The account whose sessions were ended (`acc_…`)."),
     revoked: z.number().int().describe("How many live sessions were ended."),
   })
   .meta({

@@ -17,9 +17,13 @@ export const portalSessionSchema = z
   .strictObject({
     id: z.string().describe("`ps_…`"),
     object: z.literal("portal-session"),
-    account: z.string(),
-    frameAncestors: z.array(z.string()),
-    expires: timestamp,
+    account: z.string().describe("The account the portal opens (`acc_…`)."),
+    frameAncestors: z
+      .array(z.string())
+      .describe(
+        "Origins whose pages may embed the portal in a frame, as written into its `frame-ancestors` (lower case, without a default port).",
+      ),
+    expires: timestamp.describe("When the session ends, unless revoked sooner: its pages then answer 401."),
     created: timestamp,
   })
   .meta({ id: "PortalSession", examples: [EXAMPLE] });

@@ -12,7 +12,7 @@ export const historyEntrySchema = z
     id: z.string().describe("`sh_…`"),
     object: z.literal("subscription.history"),
     subscription: z.string().describe("The subscription it belongs to (`sub_…`)."),
-    change: z.string(),
+    change: z.string().describe("What changed, in words, e.g. `upgraded from basic to pro`."),
     created: timestamp,
   })
   .meta({
@@ -39,7 +39,14 @@ export function presentHistoryEntry(row: SubscriptionHistory): z.output<typeof h
 }
 
 const createHistoryEntry = z
-  .strictObject({ change: z.string().trim().min(1).max(1000) })
+  .strictObject({
+    change: z
+      .string()
+      .trim()
+      .min(1)
+      .max(1000)
+      .describe("What changed, in words, e.g. `upgraded from basic to pro`; surrounding spaces are trimmed."),
+  })
   .meta({ examples: [{ change: "upgraded from basic to pro" }] });
 
 /** A subscription's history: entries belong to whoever may see the subscription. */

@@ -24,8 +24,8 @@ export const subscriptionSchema = z
     id: z.string().describe("`sub_…`"),
     object: z.literal("subscription"),
     account: z.string().describe("The owning account (`acc_…`)."),
-    plan: z.string(),
-    status: z.enum(SUBSCRIPTION_STATUSES),
+    plan: z.string().describe("The plan's name, free text (e.g. `pro`)."),
+    status: z.enum(SUBSCRIPTION_STATUSES).describe("`active` when created; after that, whatever a PATCH last set."),
     created: timestamp,
   })
   .meta({ id: "Subscription", examples: [EXAMPLE] });
@@ -41,7 +41,12 @@ export function presentSubscription(row: Subscription): z.output<typeof subscrip
   };
 }
 
-const plan = z.string().trim().min(1).max(100);
+const plan = z
+  .string()
+  .trim()
+  .min(1)
+  .max(100)
+  .describe("The plan's name, free text (e.g. `pro`); surrounding spaces are trimmed.");
 
 const createSubscription = z
   .strictObject({
@@ -51,7 +56,7 @@ const createSubscription = z
   .meta({ examples: [{ plan: "pro" }] });
 
 const updateSubscription = z
-  .strictObject({ plan, status: z.enum(SUBSCRIPTION_STATUSES) })
+  .strictObject({ plan, status: z.enum(SUBSCRIPTION_STATUSES).describe("The subscription's new status.") })
   .partial()
   .refine(...changesSomething)
   .meta({ examples: [{ status: "paused" }] });

@@ -10,14 +10,18 @@ export const eventTypeSchema = z
   .strictObject({
     id: z.string().describe("The type's name, e.g. `payment-debt.created`: what a webhook's `events` lists."),
     object: z.literal("webhook-event-type"),
-    description: z.string(),
+    description: z.string().describe("What happened, in a sentence for people."),
     resource: z.string().describe("The `data.object` of its events, and the `object` of the resource read back."),
     ownerKind: z
       .enum(["self", "direct", "via", "none"])
       .describe("How its account is found; `none`: no account owns it, so only global webhooks hear it."),
     example: eventBodySchema.describe("A body as subscribers receive it."),
     since: z.iso.date().describe("The catalogue date it was introduced."),
-    deprecated: z.boolean(),
+    deprecated: z
+      .boolean()
+      .describe(
+        "A deprecated type takes no new subscriptions and gets no deliveries; this list leaves them out, so it reads `false` here.",
+      ),
     created: timestamp.describe("When it was first synced into this environment."),
     updated: timestamp,
   })

@@ -9,7 +9,7 @@ import { webhookIdParams } from "./webhook-schemas.ts";
 export const webhookHealthSchema = z
   .object({
     object: z.literal("webhook-health"),
-    webhook: z.string(),
+    webhook: z.string().describe("The webhook it is about (`wh_…`)."),
     verdict: z
       .enum(["healthy", "degraded", "failing", "idle"])
       .describe(
@@ -17,16 +17,21 @@ export const webhookHealthSchema = z
       ),
     since: timestamp.describe("Start of the window: the start of the hour 24 hours ago."),
     attempts: z.number().int().describe("Attempts started in the window."),
-    succeeded: z.number().int(),
+    succeeded: z.number().int().describe("Of those, the ones that succeeded."),
     successRate: z.number().nullable().describe("succeeded / attempts; null without attempts."),
     latencyMs: z
-      .object({ p50: z.number(), p95: z.number() })
+      .object({
+        p50: z.number().describe("Median attempt duration, in ms."),
+        p95: z.number().describe("95th percentile attempt duration, in ms."),
+      })
       .nullable()
       .describe("Attempt durations in the window, in ms, within 7 %; null without attempts."),
     failuresInARow: z.number().int().describe("Failed attempts since the last success."),
-    lastAttempt: timestamp.nullable(),
-    lastSuccess: timestamp.nullable(),
-    lastFailure: timestamp.nullable(),
+    lastAttempt: timestamp.nullable().describe("When the latest attempt started; null if none was made."),
+    lastSuccess: timestamp
+      .nullable()
+      .describe("When the latest successful attempt started; null if none has succeeded."),
+    lastFailure: timestamp.nullable().describe("When the latest failed attempt started; null if none has failed."),
     lastError: z.string().nullable().describe("`<error class>: <message>` of the last failed attempt."),
     lastStatusCode: z.number().int().nullable().describe("The last attempt's HTTP status; null without an answer."),
     backlog: z
@@ -43,7 +48,9 @@ export const webhookHealthSchema = z
           .enum(["closed", "open", "half-open"])
           .describe("`open`: the endpoint is unreachable and deliveries wait; `half-open`: one probe may go."),
         failures: z.number().int().describe("Connection-level failures in a row."),
-        openUntil: timestamp.nullable(),
+        openUntil: timestamp
+          .nullable()
+          .describe("When the open breaker lets its probe through (past when `half-open`); null when `closed`."),
       })
       .describe("The endpoint's circuit breaker."),
   })

@@ -7,6 +7,10 @@ import { changesSomething, idParams } from "./resource-fields.ts";
 
 export const webhookIdParams = idParams("The webhook's id (`wh_…`).");
 
+/** What `scheme` means, wherever it is read or set. */
+const SCHEME =
+  "How deliveries are signed: `hooklane-v1` (a `Hooklane-Signature: t=…,v1=…` header, as Stripe signs) or `standard-webhooks` (`webhook-id`, `webhook-timestamp` and `webhook-signature`, per the Standard Webhooks specification).";
+
 const EXAMPLE = {
   id: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
   object: "webhook",
@@ -31,14 +35,21 @@ export const webhookSchema = z
   .strictObject({
     id: z.string(),
     object: z.literal("webhook"),
-    url: z.string(),
+    url: z.string().describe("Where deliveries are POSTed."),
     events: z.array(z.string()).describe("Event types heard, or `*` for all."),
     status: z.enum(WEBHOOK_STATUSES).describe("`disabled` is set by the system (410 Gone, or failing for days)."),
-    scheme: z.enum(SIGNATURE_SCHEMES),
-    description: z.string(),
-    scope: z.enum(["account", "global"]),
-    account: z.string().nullable(),
-    disabledReason: z.string().nullable(),
+    scheme: z.enum(SIGNATURE_SCHEMES).describe(SCHEME),
+    description: z.string().describe("Free text for people, e.g. what the endpoint is for; empty when none was given."),
+    scope: z
+      .enum(["account", "global"])
+      .describe("`account`: hears its account's events; `global` (no `account`): hears every account's events."),
+    account: z.string().nullable().describe("The owning account (`acc_…`); null for a global webhook."),
+    disabledReason: z
+      .string()
+      .nullable()
+      .describe(
+        "Why the system disabled it, e.g. `endpoint answered 410 Gone` or `every delivery failed for 7 days`; null unless `status` is `disabled`.",
+      ),
     rateLimit: z
       .number()
       .int()
@@ -62,7 +73,7 @@ export const webhookSchema = z
         retry: timestamp.nullable().describe("When the open breaker lets its probe through."),
       })
       .describe("The endpoint's circuit breaker."),
-    statusChanged: timestamp,
+    statusChanged: timestamp.describe("When `status` last changed; when it was created if it never did."),
     previousSecretExpires: timestamp.nullable().describe("While a rotation's previous secret still signs."),
     created: timestamp,
     updated: timestamp,
@@ -78,7 +89,7 @@ export const webhookWithSecretSchema = webhookSchema
 
 const url = z.string().min(1).max(2_048).describe("https: (plain http: only for allowlisted hosts).");
 const events = z.array(z.string().min(1).max(200)).min(1).max(200).describe('Event types, or `["*"]` for all.');
-const description = z.string().max(500);
+const description = z.string().max(500).describe("Free text for people, e.g. what the endpoint is for.");
 const heldEventMaxAge = z
   .number()
   .int()
@@ -99,7 +110,7 @@ export const createWebhookBody = z
     url,
     events,
     description: description.default(""),
-    scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1"),
+    scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1").describe(SCHEME),
     rateLimit: rateLimit.default(null),
     heldEventMaxAge: heldEventMaxAge.default(null),
     scope: z
@@ -114,7 +125,7 @@ export const updateWebhookBody = z
     url,
     events,
     description,
-    scheme: z.enum(SIGNATURE_SCHEMES),
+    scheme: z.enum(SIGNATURE_SCHEMES).describe(`${SCHEME} Takes effect from the next attempt.`),
     rateLimit,
     heldEventMaxAge,
     status: z
