@@ -148,14 +148,15 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
 
   app.post(`${prefix}/webhooks/:id/edit`, async (c) => {
     const body = await c.req.parseBody({ all: true });
-    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
-    if (!hook?.ok) return answered(c, hook, () => c.body(null));
+    // Refused: the form again over the webhook as it is, read only then.
+    const refused = async (error: string) => {
+      const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+      return answered(c, hook, (current) => refusedForm(c, sentValues(body), error, current));
+    };
     const form = webhookForm.omit({ scheme: true }).safeParse(body);
-    if (!form.success) {
-      return refusedForm(c, sentValues(body), "Give an endpoint URL and choose at least one event.", hook.body);
-    }
+    if (!form.success) return refused("Give an endpoint URL and choose at least one event.");
     const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
-    if (updated?.status === 422) return refusedForm(c, sentValues(body), updated.body.detail, hook.body);
+    if (updated?.status === 422) return refused(updated.body.detail);
     return answered(c, updated, (saved) => c.redirect(back(context(c).base, saved.id, "Changes saved."), 303));
   });
 
