@@ -1,16 +1,14 @@
 import type { Server } from "node:http";
 import { createAdaptorServer } from "@hono/node-server";
 import { ConfigError, config } from "../lib/config/env.ts";
-import { createHooklane, startLane } from "../lib/create-hooklane.ts";
-import { exposeLedgerMetrics } from "../lib/metrics/ledger-metrics.ts";
-import { createApp } from "./app.ts";
 import { capConnections, httpServerOptions } from "./http-server-limits.ts";
 import { runProcess } from "./process-lifecycle.ts";
 
 /**
  * `npm start`: the API, and (unless HOOKLANE_LANE=off) the webhook-out lane in the same process. The port is taken
  * before anything else — a port in use is one line at once, with nothing migrated — and answers 503 until the
- * database, the catalogue and the lane are ready.
+ * database, the catalogue and the lane are ready. The application's modules load only once the port is ours, so
+ * the refusal does not wait for them.
  */
 async function main(): Promise<(signal: string) => Promise<void>> {
   const settings = config();
@@ -23,6 +21,11 @@ async function main(): Promise<(signal: string) => Promise<void>> {
   await listen(server, settings.port, settings.host);
   capConnections(server, settings.http);
 
+  const [{ createHooklane, startLane }, { exposeLedgerMetrics }, { createApp }] = await Promise.all([
+    import("../lib/create-hooklane.ts"),
+    import("../lib/metrics/ledger-metrics.ts"),
+    import("./app.ts"),
+  ]);
   const hooklane = await createHooklane(settings);
   exposeLedgerMetrics(hooklane);
   const lane = settings.laneInProcess ? await startLane(hooklane) : undefined;
