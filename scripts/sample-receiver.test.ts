@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { buildEventBody } from "../lib/webhook/outbound/webhook-event-body.ts";
 import { generateWebhookSecret } from "../lib/webhook/outbound/webhook-signature.ts";
 import { SAMPLE_EVENT_BODY, sampleDeliveryHeaders } from "../test/support/sample-delivery.ts";
 import type { SignatureScheme } from "../lib/db/schema.ts";
@@ -28,18 +29,21 @@ async function receiver(options: Omit<SampleReceiverOptions, "log"> = {}) {
     attempt?: number;
     signWith?: string;
     body?: string;
+    /** Another body, signed and sent. */
+    signed?: string;
     secondsAgo?: number;
   }) {
     const headers = sampleDeliveryHeaders({
       scheme: delivery.scheme ?? "hooklane-v1",
       attempt: delivery.attempt ?? 1,
+      ...(delivery.signed ? { payload: delivery.signed } : {}),
       secrets: [delivery.signWith ?? secret],
       timestamp: Math.floor(Date.now() / 1000) - (delivery.secondsAgo ?? 0),
     });
     const response = await fetch(`http://127.0.0.1:${started.port}/hooks/anything`, {
       method: "POST",
       headers: { ...headers, "Content-Type": "application/json" },
-      body: delivery.body ?? payload,
+      body: delivery.body ?? delivery.signed ?? payload,
     });
     return response.status;
   }
@@ -47,6 +51,30 @@ async function receiver(options: Omit<SampleReceiverOptions, "log"> = {}) {
 }
 
 describe("sample receiver", () => {
+  it("says which sequences it has not received when one jumps ahead, and only then", async () => {
+    const { lines, deliver } = await receiver({ secret, handleEvent: () => {} });
+    const event = (n: number) =>
+      buildEventBody({
+        id: `evt_${n}`,
+        type: "payment-debt.created",
+        created: "2026-12-01T00:00:00.000Z",
+        livemode: true,
+        object: "payment-debt",
+        resourceId: `pd_${n}`,
+        account: "acc_1",
+        sequence: n,
+      });
+    for (const n of [1, 2, 5, 3, 4]) expect(await deliver({ signed: event(n) })).toBe(200);
+    expect(lines).toEqual([
+      "✔ evt_1 payment-debt.created #1 attempt 1 (verified hooklane-v1) → 200",
+      "✔ evt_2 payment-debt.created #2 attempt 1 (verified hooklane-v1) → 200",
+      "✔ evt_5 payment-debt.created #5 attempt 1 (verified hooklane-v1) → 200",
+      "  ⚠ #3–#4 not received yet: a retry may bring them, GET /v3/events?webhook=<id>&after=2 has them",
+      "✔ evt_3 payment-debt.created #3 attempt 1 (verified hooklane-v1) → 200",
+      "✔ evt_4 payment-debt.created #4 attempt 1 (verified hooklane-v1) → 200",
+    ]);
+  });
+
   for (const scheme of ["hooklane-v1", "standard-webhooks"] as const) {
     it(`verifies a ${scheme} delivery, acknowledges it and then processes it`, async () => {
       const { lines, printed, deliver } = await receiver({ secret });

@@ -1,9 +1,15 @@
 // A subscriber's side of the contract, written to be copied: verify (either scheme), skip an event already seen,
-// acknowledge at once, process after answering. One line per delivery says what happened.
+// notice events skipped in the webhook's sequence, acknowledge at once, process after answering. One line per
+// delivery says what happened.
 // npm run receiver   (PORT=4000, WEBHOOK_SECRET=whsec_…, WEBHOOK_BRAND=Hooklane)
 import { serve } from "@hono/node-server";
 import { Hono } from "hono";
-import { verifyWebhook, WebhookVerificationError, type WebhookEvent } from "../lib/webhook/verify/webhook-verify.ts";
+import {
+  memoryReceiptStore,
+  receive,
+  WebhookVerificationError,
+  type WebhookEvent,
+} from "../lib/webhook/verify/webhook-verify.ts";
 
 export interface SampleReceiverOptions {
   /** The webhook's secret; without it deliveries are printed as unverified and accepted. */
@@ -31,7 +37,7 @@ export function createSampleReceiver({
     log(
       `! WEBHOOK_SECRET is not set: deliveries are printed unverified (use the secret shown when the webhook was created)`,
     );
-  const seen = new Set<string>();
+  const store = memoryReceiptStore(REMEMBERED_EVENTS);
 
   /** Runs once the response is on its way, so a slow handler never makes the sender time out and retry. */
   function processLater(event: WebhookEvent): void {
@@ -48,32 +54,37 @@ export function createSampleReceiver({
     // The raw bytes: the signature covers them, not a re-serialised object.
     const payload = new Uint8Array(await c.req.arrayBuffer());
     const attempt = `attempt ${c.req.header(`${brand}-Attempt`) ?? "?"}`;
-    let event = secret ? undefined : unverifiedEvent(payload);
-    let how = "unverified";
-    if (secret) {
-      try {
-        const verified = await verifyWebhook({ payload, headers: c.req.raw.headers, secret, brand });
-        event = verified.event;
-        how = `verified ${verified.scheme}`;
-      } catch (error) {
-        if (!(error instanceof WebhookVerificationError)) throw error;
-        log(`✘ rejected ${attempt}: ${error.message} → 400`);
-        return c.text("signature verification failed\n", 400);
+    if (!secret) {
+      const event = unverifiedEvent(payload);
+      if (!event) {
+        log(`? unverified, not an event (${payload.byteLength} bytes) ${attempt} → 200`);
+        return c.text("unverified\n");
       }
+      log(`? ${event.id} ${event.type} ${attempt} (unverified) → 200`);
+      processLater(event);
+      return c.text("ok\n");
     }
-    if (!event) {
-      log(`? unverified, not an event (${payload.byteLength} bytes) ${attempt} → 200`);
-      return c.text("unverified\n");
+    let received;
+    try {
+      received = await receive({ payload, headers: c.req.raw.headers, secret, brand, store });
+    } catch (error) {
+      if (!(error instanceof WebhookVerificationError)) throw error;
+      log(`✘ rejected ${attempt}: ${error.message} → 400`);
+      return c.text("signature verification failed\n", 400);
     }
-
-    const summary = `${event.id} ${event.type} ${attempt} (${how})`;
-    if (seen.has(event.id)) {
+    const { event, scheme, first, gap } = received;
+    const summary = `${event.id} ${event.type}${event.sequence ? ` #${event.sequence}` : ""} ${attempt} (verified ${scheme})`;
+    if (!first) {
       log(`↺ duplicate ${summary}: already received, acknowledged, not processed again → 200`);
       return c.text("duplicate\n");
     }
-    seen.add(event.id);
-    if (seen.size > REMEMBERED_EVENTS) seen.delete(seen.values().next().value!);
-    log(`${secret ? "✔" : "?"} ${summary} → 200`);
+    log(`✔ ${summary} → 200`);
+    if (gap) {
+      const span = gap.from === gap.to ? `#${gap.from}` : `#${gap.from}–#${gap.to}`;
+      log(
+        `  ⚠ ${span} not received yet: a retry may bring them, GET /v3/events?webhook=<id>&after=${gap.from - 1} has them`,
+      );
+    }
     processLater(event);
     return c.text("ok\n");
   });

@@ -52,6 +52,8 @@ export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string 
         <dl class="facts">
           <dt>Event</dt>
           <dd><code>${d.event.id}</code></dd>
+          <dt>Sequence</dt>
+          <dd>${d.sequence === null ? "— (a test event)" : html`#${d.sequence} in this webhook's stream`}</dd>
           <dt>Webhook</dt>
           <dd>
             <a href="${base}/webhooks/${d.webhook}"><code>${d.webhook}</code></a>

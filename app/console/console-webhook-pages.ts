@@ -246,7 +246,7 @@ export function webhookPage(input: {
                     html`<tr>
                       <td data-label="Event">
                         <a href="${base}/dispatches/${d.id}"><code>${d.event.type}</code></a
-                        ><br /><small><code>${d.event.id}</code></small>
+                        ><br /><small>${d.sequence === null ? "" : `#${d.sequence} `}<code>${d.event.id}</code></small>
                       </td>
                       <td data-label="Status" class="status-${d.status}">
                         ${d.status}${d.lastError ? html`<br /><small>${d.lastError}</small>` : ""}

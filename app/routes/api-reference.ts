@@ -22,6 +22,8 @@ const TAGS: Record<string, string> = {
   Notifications: "What webhook owners were told: exhausted deliveries in digests, disabled webhooks.",
   Lane: "The delivery lane's state: backlog, workers, throughput, breakers.",
   Portal: "Sessions that open the console for one account, embeddable in the customer's own app.",
+  "Event stream":
+    "A webhook's events in order, by `sequence`: fill a gap a receiver saw, or poll with a stored position instead of receiving POSTs.",
   Events: "The POSTs a webhook receives: one per event type, signed, with a thin body.",
 };
 

@@ -1,5 +1,5 @@
 import { TEST_EVENT_TYPE } from "../../lib/db/schema.ts";
-import type { CatalogueEntry } from "../../lib/webhook/catalogue/catalogue-entry.ts";
+import { exampleAsDelivered, type CatalogueEntry } from "../../lib/webhook/catalogue/catalogue-entry.ts";
 
 /**
  * `webhook.test`, which `POST /v3/webhooks/:id/test` sends to one webhook: not in the catalogue (nobody subscribes
@@ -83,7 +83,7 @@ export function catalogueWebhooks(catalogue: readonly CatalogueEntry[]): Record<
                     },
                   ],
                 },
-                example: entry.example,
+                example: exampleAsDelivered(entry.example, entry.internal === TEST_EVENT_TYPE ? undefined : 1),
               },
             },
           },

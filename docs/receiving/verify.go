@@ -27,6 +27,7 @@ type Event struct {
 	Type     string `json:"type"`
 	Created  string `json:"created"`
 	Livemode bool   `json:"livemode"`
+	Sequence int64  `json:"sequence"` // 1, 2, 3… per webhook; 0 (absent) for webhook.test events
 	Data     struct {
 		Object  string  `json:"object"`
 		ID      string  `json:"id"`

@@ -237,6 +237,11 @@ export const webhookDispatch = pgTable(
     account: text("account"),
     /** The exact bytes POSTed on every attempt. */
     payload: text("payload").notNull(),
+    /**
+     * The event's place in its webhook's stream: 1, 2, 3… in the order events are routed to it, with no gaps
+     * (`webhook_sequence`), and in the body as `sequence`. Null for a `webhook.test` event.
+     */
+    sequence: bigint("sequence", { mode: "number" }),
     /** The resource the event is about (`data.id` of the payload): what the delivery log is searched by. */
     resourceId: text("resource_id").generatedAlwaysAs(sql`((payload)::jsonb -> 'data' ->> 'id')`),
     status: text("status").$type<DispatchStatus>().notNull().default("pending"),
@@ -262,6 +267,10 @@ export const webhookDispatch = pgTable(
     // A test mode can never change how a real event is signed or sent.
     check("webhook_dispatch_test_mode_check", sql`${t.testMode} is null or ${t.eventType} = 'webhook.test'`),
     uniqueIndex("webhook_dispatch_event_webhook_key").on(t.eventId, t.webhookId),
+    // A webhook's stream in order (`GET /v3/events`); one dispatch per place in it.
+    uniqueIndex("webhook_dispatch_webhook_sequence_key")
+      .on(t.webhookId, t.sequence)
+      .where(sql`${t.sequence} is not null`),
     // The delivery log, newest first; the auto-disable rule's window.
     index("webhook_dispatch_webhook_created_idx").on(t.webhookId, t.createdAt),
     // Searching the delivery log: by resource, and by type over a window (by event id: the unique key above).
@@ -275,6 +284,18 @@ export const webhookDispatch = pgTable(
   ],
 );
 export type WebhookDispatch = typeof webhookDispatch.$inferSelect;
+
+/**
+ * Each webhook's last `sequence` given out. Routing locks the rows of the webhooks it routes to, in id order, before
+ * it looks for dispatches it already made, so two routings of the same webhook number one after the other and a
+ * number is never given twice nor skipped. Nothing else locks these rows.
+ */
+export const webhookSequence = pgTable("webhook_sequence", {
+  webhookId: text("webhook_id")
+    .primaryKey()
+    .references(() => webhook.id, { onDelete: "cascade" }),
+  last: bigint("last", { mode: "number" }).notNull().default(0),
+});
 
 /**
  * The open dispatches: one narrow row per dispatch that is `pending` or

@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { webhook, webhookDispatch, webhookDispatchOpen } from "../../lib/db/schema.ts";
 import { buildEventBody, newEventId } from "../../lib/webhook/outbound/webhook-event-body.ts";
 import type { Harness } from "./harness.ts";
@@ -13,6 +13,12 @@ export async function eventToOneWebhook(harness: Harness, webhookId: string): Pr
   const db = harness.hooklane.database.db;
   const [hook] = await db.select({ account: webhook.account }).from(webhook).where(eq(webhook.id, webhookId));
   const eventId = newEventId();
+  // The webhook's next place in its stream, as routing gives it.
+  const [{ last: sequence }] = (await harness.hooklane.database.rows<{ last: number }>(sql`
+    insert into webhook_sequence (webhook_id, last) values (${webhookId}, 1)
+    on conflict (webhook_id) do update set last = webhook_sequence.last + 1
+    returning last::integer as last
+  `)) as [{ last: number }];
   const payload = buildEventBody({
     id: eventId,
     type: "payment-debt.created",
@@ -21,10 +27,11 @@ export async function eventToOneWebhook(harness: Harness, webhookId: string): Pr
     object: "payment-debt",
     resourceId: `pd_${eventId.slice(4, 20)}`,
     account: hook!.account,
+    sequence,
   });
   const [sent] = await db
     .insert(webhookDispatch)
-    .values({ eventId, eventType: "payment-debt.created", webhookId, account: hook!.account, payload })
+    .values({ eventId, eventType: "payment-debt.created", webhookId, account: hook!.account, sequence, payload })
     .returning();
   await db.insert(webhookDispatchOpen).values({ dispatchId: sent!.id, webhookId, nextAttemptAt: sent!.nextAttemptAt });
   await harness.hooklane.transport.sendDeliver([sent!.id]);

@@ -17,6 +17,7 @@ import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signat
 import { eventually } from "./eventually.ts";
 import { startHarness, type DatabaseFactory, type Driver, type Harness } from "./harness.ts";
 import { startReceiver, type ReceivedPost, type Reply, type TestReceiver } from "./receiver.ts";
+import { readStream, sequenceDrill, setUpSequence } from "./sequence-drill.ts";
 
 const stripe = new Stripe("sk_test_hooklane");
 const ADMIN = { account: "acc_ops", admin: true };
@@ -199,7 +200,16 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
         livemode: true,
         data: { object: "account", id: "acc_alice", account: "acc_alice" },
       });
-      expect(Object.keys(JSON.parse(post!.body))).toEqual(["id", "type", "created", "livemode", "data"]);
+      expect(Object.keys(JSON.parse(post!.body))).toEqual([
+        "id",
+        "object",
+        "type",
+        "created",
+        "livemode",
+        "sequence",
+        "data",
+      ]);
+      expect(JSON.parse(post!.body)).toMatchObject({ object: "event", sequence: 1 });
       expect(post!.headers["content-type"]).toBe("application/json");
       expect(post!.headers["user-agent"]).toMatch(/^Hooklane-Webhooks\/\d+\.\d+\.\d+/);
       expect(post!.headers["hooklane-event-id"]).toBe(event.id);
@@ -332,6 +342,18 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(on.harness.hooklane.subscriptions.loads).toBe(1);
       expect(off.receiver.posts.length).toBe(0);
     });
+
+    it("numbers a webhook's events 1, 2, 3… once each, through retries, a pause, a recovery and a resend", async () => {
+      const sequence = await setUpSequence(factory, driver);
+      open.push(sequence);
+      const figures = await sequenceDrill(sequence, 40);
+      expect(figures).toMatchObject({ events: 40, firstReceipts: 40, duplicatesDropped: 40 });
+      // GET /v3/events has the same stream, in order, with the bodies that were posted.
+      const streamed = await readStream(sequence);
+      expect(streamed.map((event) => event.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
+      const posted = new Set(sequence.receiver.posts.map((post) => post.body));
+      expect(streamed.filter((event) => !posted.has(JSON.stringify(event)))).toEqual([]);
+    }, 120_000);
 
     it("creates no duplicate dispatch rows when the same route message is delivered again", async () => {
       const { harness, receiver } = await setUp({ lane: false });

@@ -12,6 +12,7 @@ import { ROUTE_TOPIC } from "../../lib/webhook/outbound/webhook-out-queue-regist
 import { notifyOwner } from "../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import type { Harness } from "./harness.ts";
+import { eventToOneWebhook } from "./event-to-one-webhook.ts";
 import { exhaustedDispatches } from "./outage-dispatches.ts";
 
 /** The app's route table under `/v3`, as `METHOD /path`: registered up front, so no service is needed. */
@@ -174,6 +175,7 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
   }),
   "GET /v3/webhook-resends/:id": (_, f) => ({ path: `/v3/webhook-resends/${f.resend}` }),
   "GET /v3/audit-log": () => ({ path: "/v3/audit-log" }),
+  "GET /v3/events": (_, f) => ({ path: `/v3/events?webhook=${f.webhook}` }),
   "GET /v3/notifications": () => ({ path: "/v3/notifications" }),
   "GET /v3/notifications/:id": (_, f) => ({ path: `/v3/notifications/${f.notification}` }),
   "GET /v3/poison-messages": () => ({ path: "/v3/poison-messages", admin: true }),
@@ -214,6 +216,7 @@ export async function createRouteFixture(harness: Harness): Promise<RouteFixture
   }
   const webhook = await create(harness, "/v3/webhooks", { url: "http://127.0.0.1:4000/hook", events: ["*"] });
   await create(harness, "/v3/webhooks", { url: "http://127.0.0.1:4000/other", events: ["*"] });
+  for (let i = 0; i < 2; i++) await eventToOneWebhook(harness, webhook);
   const tests = [];
   for (let i = 0; i < 2; i++) {
     const answer = await harness.call("POST", `/v3/webhooks/${webhook}/test`, { account: PROBE_ACCOUNT });

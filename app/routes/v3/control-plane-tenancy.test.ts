@@ -105,6 +105,11 @@ const PROBES: Record<string, Probe> = {
     support: "webhook.health-read",
     request: (f) => ({ path: `/v3/health-history?window=7d&webhook=${f.webhookId}` }),
   },
+  "GET /v3/events": {
+    kind: "object",
+    support: "webhook.log-read",
+    request: (f) => ({ path: `/v3/events?webhook=${f.webhookId}` }),
+  },
   "GET /v3/webhooks/:id/recoveries/:recoveryId": {
     kind: "object",
     support: "recovery.read",

@@ -17,9 +17,11 @@ export const dispatchIdParams = idParams("The dispatch's id (`wd_…`).");
 
 const EVENT_BODY_EXAMPLE = {
   id: "evt_W_JxWQ3xHey2WjMbI10U",
+  object: "event",
   type: "payment-debt.created",
   created: "2026-12-01T09:30:00.000Z",
   livemode: true,
+  sequence: 42,
   data: {
     object: "payment-debt",
     id: "pd_2f97c4e1a8b34d6e9f0a1b2c3d4e5f6a",
@@ -32,6 +34,7 @@ const DISPATCH_EXAMPLE = {
   object: "webhook-dispatch",
   webhook: "wh_3e8a1f0c9b2d4e7f8a6c5b4d3e2f1a0b",
   event: { id: EVENT_BODY_EXAMPLE.id, type: EVENT_BODY_EXAMPLE.type },
+  sequence: EVENT_BODY_EXAMPLE.sequence,
   status: "error",
   run: 1,
   attemptCount: 1,
@@ -47,12 +50,24 @@ const DISPATCH_EXAMPLE = {
 export const eventBodySchema = z
   .strictObject({
     id: z.string().describe("`evt_…`"),
+    object: z
+      .literal("event")
+      .optional()
+      .describe("Always `event` (absent only from bodies routed before a deployment had it)."),
     type: z.string().describe("The event type, e.g. `payment-debt.created`."),
     created: timestamp,
     livemode: z
       .boolean()
       .describe(
         "The deployment's `WEBHOOK_LIVEMODE` (true by default): tells a live environment's events from a test one's.",
+      ),
+    sequence: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe(
+        "The event's place in this webhook's stream: 1, 2, 3… in the order events were routed to the webhook, never skipped, the same on every attempt. A jump means events were missed: fetch them from `GET /v3/events?webhook=…&after=…`. Absent from `webhook.test` events.",
       ),
     data: z
       .strictObject({
@@ -75,6 +90,11 @@ export const dispatchSchema = z
     event: z
       .strictObject({ id: z.string(), type: z.string().describe("The event type, e.g. `payment-debt.created`.") })
       .describe("The event it delivers: the body's `id` and `type`."),
+    sequence: z
+      .number()
+      .int()
+      .nullable()
+      .describe("The body's `sequence`: the event's place in the webhook's stream; null for a `webhook.test` event."),
     status: z
       .enum(DISPATCH_STATUSES)
       .describe(
@@ -233,6 +253,7 @@ export function presentDispatch(row: WebhookDispatch): z.output<typeof dispatchS
     object: "webhook-dispatch",
     webhook: row.webhookId,
     event: { id: row.eventId, type: row.eventType },
+    sequence: row.sequence,
     status: row.status,
     run: row.run,
     attemptCount: row.attemptCount,

@@ -29,7 +29,7 @@ describe("GET /v3/webhook-event-types", () => {
           description: entry.description,
           resource: entry.resource,
           ownerKind: entry.owner.kind,
-          example: entry.example,
+          example: { ...entry.example, object: "event", sequence: 1 },
           since: entry.since,
           deprecated: false,
           created: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),

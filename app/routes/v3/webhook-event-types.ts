@@ -3,6 +3,7 @@ import { z } from "zod";
 import { listOf, listPage, pageQuery, unknownCursor } from "../../../lib/api/list-page.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
+import { exampleAsDelivered } from "../../../lib/webhook/catalogue/catalogue-entry.ts";
 import { webhookEventType, type WebhookEventType } from "../../../lib/db/schema.ts";
 import { eventBodySchema } from "./dispatch-schemas.ts";
 
@@ -51,7 +52,7 @@ export function presentEventType(row: WebhookEventType): z.output<typeof eventTy
     description: row.description,
     resource: row.resource,
     ownerKind: row.ownerKind,
-    example: row.example as z.output<typeof eventBodySchema>,
+    example: exampleAsDelivered(row.example) as z.output<typeof eventBodySchema>,
     since: row.since,
     deprecated: row.deprecated,
     created: iso(row.createdAt),

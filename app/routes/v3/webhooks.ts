@@ -5,6 +5,7 @@ import { addListenSessionResults } from "./listen-session-results.ts";
 import { addListenSessionStream } from "./listen-session-stream.ts";
 import { addLaneStatus } from "./lane-status.ts";
 import { addAuditLog } from "./audit-log.ts";
+import { addEvents } from "./events.ts";
 import { addNotifications } from "./notifications.ts";
 import { addPoisonMessages } from "./poison-messages.ts";
 import { addPortalSessionCreate } from "./portal-session-create.ts";
@@ -35,6 +36,7 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/notifications",
   "/v3/portal-sessions",
   "/v3/health-history",
+  "/v3/events",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [
@@ -75,6 +77,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addListenSessionDelete,
     addWebhookHealth,
     addHealthHistory,
+    addEvents,
     addLaneStatus,
     addAuditLog,
     addNotifications,

@@ -57,9 +57,10 @@ describe("the route statement's body", () => {
       const event = message(resourceId, `evt_body_test_${i}`);
       const entry = catalogueByInternal(event.type)!;
       const [id] = await insertDispatches(database, event, routeRule(entry));
-      const [row] = await database.rows<{ payload: string; account: string | null }>(
-        sql`select payload, account from webhook_dispatch where id = ${id!}`,
+      const [row] = await database.rows<{ payload: string; account: string | null; sequence: number }>(
+        sql`select payload, account, sequence::integer as sequence from webhook_dispatch where id = ${id!}`,
       );
+      expect(row!.sequence).toBe(i + 1);
       expect(row!.payload).toBe(
         buildEventBody({
           id: event.eventId,
@@ -69,6 +70,7 @@ describe("the route statement's body", () => {
           object: entry.resource,
           resourceId,
           account: resourceId,
+          sequence: i + 1,
         }),
       );
       expect(row!.account).toBe(resourceId);
@@ -272,12 +274,20 @@ describe("a route statement's batch", () => {
     try {
       await database.rows(sql`delete from webhook_route_job`);
       for (const event of events) await enqueueRouteJob(database, event);
+      const counters = await database.rows<{ webhook_id: string; last: number }>(
+        sql`select webhook_id, last::integer as last from webhook_sequence`,
+      );
       const routed = await routeAll({ routeLimit: 50 });
       expect(routed).toMatchObject({ found: 9, routed: [2, 2, 1, 1, 1, 0, 0, 2, 1], dispatches: 10, left: [] });
       const batched = await rows();
       expect(batched).toHaveLength(10);
 
       await database.rows(sql`delete from webhook_dispatch where event_id like 'evt_batch_%'`);
+      // The same numbers again: each webhook's stream starts where it stood before the batch.
+      await database.rows(sql`delete from webhook_sequence`);
+      for (const { webhook_id, last } of counters) {
+        await database.rows(sql`insert into webhook_sequence (webhook_id, last) values (${webhook_id}, ${last})`);
+      }
       for (const event of events) {
         const parsed = routeMessageSchema.parse(event);
         await insertDispatches(database, parsed, routeRule(catalogueByInternal(parsed.type)!));

@@ -38,6 +38,12 @@ export const exampleBodySchema = z.strictObject({
 });
 export type ExampleBody = z.infer<typeof exampleBodySchema>;
 
+/** A catalogue example as a webhook receives it: with `object` and `sequence` (none given: none), in the body's key order. */
+export function exampleAsDelivered(example: ExampleBody, sequence: number | undefined = 1): Record<string, unknown> {
+  const { id, type, created, livemode, data } = example;
+  return { id, object: "event", type, created, livemode, ...(sequence === undefined ? {} : { sequence }), data };
+}
+
 export const catalogueEntrySchema = z.object({
   /** `<resource>.<verb>`, dotted, lower-case: the event type subscribers see. */
   internal: z.string().regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/, "must look like resource.verb"),

@@ -13,6 +13,8 @@ export interface ThinEvent {
   object: string;
   resourceId: string;
   account: string | null;
+  /** The event's place in its webhook's stream; absent for a `webhook.test` event. */
+  sequence?: number;
 }
 
 /**
@@ -22,9 +24,11 @@ export interface ThinEvent {
 export function buildEventBody(event: ThinEvent): string {
   return JSON.stringify({
     id: event.id,
+    object: "event",
     type: event.type,
     created: event.created,
     livemode: event.livemode,
+    sequence: event.sequence,
     data: { object: event.object, id: event.resourceId, account: event.account },
   });
 }

@@ -1,5 +1,6 @@
-// The receiving side of a delivery: checks its signature, in either scheme, and returns the event.
-// Dependency-free on purpose (Web Crypto, TextEncoder, btoa and atob only): it runs in Node, Deno, Bun and edge
+// The receiving side of a delivery: checks its signature, in either scheme, and returns the event; `receive` also
+// drops a duplicate and reports the events missed before it, with a store of receipts (in memory, or a PostgreSQL
+// table through any client with a `query` method). Dependency-free on purpose (Web Crypto, TextEncoder, btoa and atob only): it runs in Node, Deno, Bun and edge
 // runtimes alike, and a subscriber may copy this one file.
 
 /** The two signature schemes a webhook may use. */
@@ -9,9 +10,16 @@ export type WebhookScheme = "hooklane-v1" | "standard-webhooks";
 export interface WebhookEvent {
   /** `evt_…`: the same on every attempt of a delivery, so the key to deduplicate on. */
   id: string;
+  /** Always `event`. */
+  object?: "event";
   type: string;
   created: string;
   livemode: boolean;
+  /**
+   * The event's place in this webhook's stream: 1, 2, 3… never skipped. A jump means events were missed
+   * (`GET /v3/events?webhook=…&after=…` has them). Absent from `webhook.test` events.
+   */
+  sequence?: number;
   data: { object: string; id: string; account: string | null };
 }
 
@@ -26,7 +34,8 @@ const MESSAGES: Record<WebhookVerificationFailure, string> = {
   "malformed-headers": "the signature headers are malformed: no timestamp or no v1 signature",
   "no-matching-signature": "no signature matches the body and the secret",
   "timestamp-outside-tolerance": "the signature is genuine but its timestamp is too far from now (replayed or late)",
-  "malformed-event": "the signed body is not a webhook event (JSON with an id and a type)",
+  "malformed-event":
+    "the signed body is not a webhook event (JSON with an id, a type and, if any, a positive sequence)",
 };
 
 /** The only error `verifyWebhook` throws for a delivery it refuses. Answer it with a 4xx. */
@@ -199,5 +208,141 @@ function parseEvent(body: Uint8Array): WebhookEvent {
   if (typeof fields.id !== "string" || typeof fields.type !== "string") {
     throw new WebhookVerificationError("malformed-event");
   }
+  if (fields.sequence !== undefined && !(Number.isSafeInteger(fields.sequence) && (fields.sequence as number) > 0)) {
+    throw new WebhookVerificationError("malformed-event");
+  }
   return event as WebhookEvent;
+}
+
+/** Where `receive` keeps the events it has seen, per stream (one per webhook you receive from). */
+export interface ReceiptStore {
+  /**
+   * Records event `id` of `stream` as received unless it already is, atomically: of two deliveries of one event
+   * at the same moment exactly one is `first`. Also returns the highest sequence the stream had recorded before
+   * (null: none).
+   */
+  record(receipt: { stream: string; id: string; sequence: number | undefined }): Promise<{
+    first: boolean;
+    highest: number | null;
+  }>;
+  /** Forgets a receipt, so the event's next delivery is `first` again: for an event you failed to process. */
+  forget(receipt: { stream: string; id: string }): Promise<void>;
+}
+
+/** Sequences never received: from `from` to `to`, both included. */
+export interface SequenceGap {
+  from: number;
+  to: number;
+}
+
+export interface ReceiveInput extends VerifyWebhookInput {
+  store: ReceiptStore;
+  /** Which webhook's stream this endpoint receives: its `wh_…` id is a good name. "default" by default. */
+  stream?: string;
+}
+
+export interface ReceivedWebhook extends VerifiedWebhook {
+  /** False for an event already received (a retry after a lost answer, a manual retry): answer 2xx, do nothing. */
+  first: boolean;
+  /**
+   * Events this stream has not received, between the highest it had and this one: fetch them with
+   * `GET /v3/events?webhook=<id>&after=<from - 1>&limit=<to - from + 1>` (a delivery of one may also still be
+   * on its way: its retry, or a concurrent request; dedupe makes taking both harmless). Null when none.
+   */
+  gap: SequenceGap | null;
+  /** Forgets this receipt: call it when processing the event failed, so its next delivery is processed. */
+  forget(): Promise<void>;
+}
+
+/**
+ * `verifyWebhook`, then the receipt: whether this event was already received (dedupe on its id) and which
+ * sequences before it were skipped. Verify, record and answer at once; process after answering (or in a queue),
+ * so the sender never waits on your work. Throws as `verifyWebhook` does.
+ */
+export async function receive(input: ReceiveInput): Promise<ReceivedWebhook> {
+  const verified = await verifyWebhook(input);
+  const stream = input.stream ?? "default";
+  const { id, sequence } = verified.event;
+  const { first, highest } = await input.store.record({ stream, id, sequence });
+  const gap =
+    first && sequence !== undefined && sequence > (highest ?? 0) + 1
+      ? { from: (highest ?? 0) + 1, to: sequence - 1 }
+      : null;
+  return { ...verified, first, gap, forget: () => input.store.forget({ stream, id }) };
+}
+
+/**
+ * Receipts in this process's memory, the latest `capacity` events of each stream (older ones forgotten): for one
+ * process, or tests. Lost on restart, so a restart can take a retried event as new; use `postgresReceiptStore`
+ * to keep them.
+ */
+export function memoryReceiptStore(capacity = 100_000): ReceiptStore {
+  const streams = new Map<string, { seen: Set<string>; highest: number | null }>();
+  const streamOf = (name: string) => {
+    let stream = streams.get(name);
+    if (!stream) streams.set(name, (stream = { seen: new Set(), highest: null }));
+    return stream;
+  };
+  return {
+    async record({ stream: name, id, sequence }) {
+      const stream = streamOf(name);
+      const highest = stream.highest;
+      if (stream.seen.has(id)) return { first: false, highest };
+      stream.seen.add(id);
+      if (stream.seen.size > capacity) stream.seen.delete(stream.seen.values().next().value!);
+      if (sequence !== undefined && (highest === null || sequence > highest)) stream.highest = sequence;
+      return { first: true, highest };
+    },
+    async forget({ stream, id }) {
+      streamOf(stream).seen.delete(id);
+    },
+  };
+}
+
+/** Anything that runs SQL with `$1` parameters and answers `{ rows }`: a node-postgres `Pool` or `Client`, PGlite. */
+export interface SqlClient {
+  query(text: string, values?: unknown[]): Promise<{ rows: Array<Record<string, unknown>> }>;
+}
+
+/**
+ * Receipts in a PostgreSQL table (`table`, by default `webhook_receipt`), shared by every process of the receiver
+ * and kept across restarts. Call `setup()` once to create the table. Delete receipts older than the sender's
+ * retry window (about 3 days with the default schedule) as you see fit: `delete from webhook_receipt where
+ * received_at < now() - interval '7 days'`.
+ */
+export function postgresReceiptStore(
+  client: SqlClient,
+  table = "webhook_receipt",
+): ReceiptStore & {
+  setup(): Promise<void>;
+} {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(table))
+    throw new TypeError("the receipt table's name must be a plain identifier");
+  return {
+    async setup() {
+      await client.query(`create table if not exists ${table} (
+        stream text not null,
+        event_id text not null,
+        sequence bigint,
+        received_at timestamptz not null default now(),
+        primary key (stream, event_id))`);
+      await client.query(`create index if not exists ${table}_sequence_idx on ${table} (stream, sequence)`);
+    },
+    async record({ stream, id, sequence }) {
+      // The highest before this receipt is read in the same statement's snapshot, before the insert.
+      const { rows } = await client.query(
+        `with highest as (select max(sequence) as value from ${table} where stream = $1),
+           inserted as (
+             insert into ${table} (stream, event_id, sequence) values ($1, $2, $3)
+             on conflict (stream, event_id) do nothing returning 1)
+         select (select value from highest)::text as highest, exists (select 1 from inserted) as first`,
+        [stream, id, sequence ?? null],
+      );
+      const row = rows[0]!;
+      return { first: row.first === true, highest: row.highest == null ? null : Number(row.highest) };
+    },
+    async forget({ stream, id }) {
+      await client.query(`delete from ${table} where stream = $1 and event_id = $2`, [stream, id]);
+    },
+  };
 }
