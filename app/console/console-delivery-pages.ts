@@ -60,6 +60,15 @@ export function dispatchPage(input: { dispatch: DispatchDetail; notice?: string 
           </dd>
           <dt>Status</dt>
           <dd class="status-${d.status}">${d.status}${d.lastError ? html` (${d.lastError})` : ""}</dd>
+          ${
+            d.heldBehind
+              ? html`<dt>Waiting for</dt>
+                  <dd>
+                    <code>${d.heldBehind}</code>, an earlier event of the same resource: this webhook delivers a
+                    resource's events in order
+                  </dd>`
+              : ""
+          }
           <dt>Run</dt>
           <dd>${d.run} · ${d.attemptCount} attempts in this run</dd>
           <dt>Next attempt</dt>

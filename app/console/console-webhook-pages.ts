@@ -181,6 +181,14 @@ export function webhookPage(input: {
         <dd>${w.events.join(", ")}</dd>
         <dt>Signature</dt>
         <dd>${w.scheme}</dd>
+        <dt>Ordering</dt>
+        <dd>
+          ${
+            w.ordering === "resource"
+              ? `per resource: one event of a resource at a time, in order; a failing one holds the next back for up to ${holdText(w.orderingHoldMax)}`
+              : "none: events go as soon as they can"
+          }
+        </dd>
         <dt>Description</dt>
         <dd>${w.description || "—"}</dd>
       </dl>
@@ -275,4 +283,12 @@ export function webhookPage(input: {
       </p>`,
     { signedIn: true, ...context, notice: input.notice, live },
   );
+}
+
+/** A hold in seconds, as people say it. */
+function holdText(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400} d`;
+  if (seconds % 3_600 === 0) return `${seconds / 3_600} h`;
+  if (seconds % 60 === 0) return `${seconds / 60} min`;
+  return `${seconds} s`;
 }

@@ -123,6 +123,9 @@ export type WebhookEventType = typeof webhookEventType.$inferSelect;
  */
 export const WEBHOOK_STATUSES = ["active", "paused", "disabled", "listening"] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
+export const WEBHOOK_ORDERINGS = ["none", "resource"] as const;
+export type WebhookOrdering = (typeof WEBHOOK_ORDERINGS)[number];
+
 export const SIGNATURE_SCHEMES = ["hooklane-v1", "standard-webhooks"] as const;
 export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
 
@@ -177,6 +180,16 @@ export const webhook = pgTable(
      * null: every held event is delivered.
      */
     heldEventMaxAge: integer("held_event_max_age"),
+    /**
+     * `resource`: events about the same resource (`data.object` and `data.id`) are delivered one at a time, in
+     * sequence order; `none`: every event goes as soon as it can.
+     */
+    ordering: text("ordering").$type<WebhookOrdering>().notNull().default("none"),
+    /**
+     * With `resource` ordering, how long (seconds) an event that keeps failing holds back the later events of its
+     * resource, counted from its first failure; after that, or once it is exhausted, the next one goes, naming it.
+     */
+    orderingHoldMax: integer("ordering_hold_max").notNull().default(3_600),
     /**
      * Soft delete: a deleted webhook hears nothing and is never sent to, but its
      * delivery log stays readable until retention prunes it, and then it goes.
@@ -320,9 +333,23 @@ export const webhookDispatchOpen = pgTable(
      * then, so the sweeper leaves it alone. Unused by the postgres transport.
      */
     queuedUntil: timestamp("queued_until", { withTimezone: true, mode: "date" }),
+    /**
+     * For a webhook with `resource` ordering (null otherwise): the resource (`<object>:<id>`), the event's
+     * `sequence`, and when its first attempt failed. An open row with an earlier sequence of the same key holds it
+     * back until it finishes, or until it has failed for the webhook's `ordering_hold_max`.
+     */
+    orderKey: text("order_key"),
+    sequence: bigint("sequence", { mode: "number" }),
+    failingSince: timestamp("failing_since", { withTimezone: true, mode: "date" }),
   },
-  // The claim's walk: webhooks in id order, each one's earliest first.
-  (t) => [index("webhook_dispatch_open_webhook_due_idx").on(t.webhookId, t.nextAttemptAt)],
+  (t) => [
+    // The claim's walk: webhooks in id order, each one's earliest first.
+    index("webhook_dispatch_open_webhook_due_idx").on(t.webhookId, t.nextAttemptAt),
+    // What holds an ordered row back: the open rows of its webhook and resource, by sequence.
+    index("webhook_dispatch_open_order_idx")
+      .on(t.webhookId, t.orderKey, t.sequence)
+      .where(sql`${t.orderKey} is not null`),
+  ],
 );
 export type WebhookDispatchOpen = typeof webhookDispatchOpen.$inferSelect;
 

@@ -18,6 +18,14 @@ import { eventually } from "./eventually.ts";
 import { startHarness, type DatabaseFactory, type Driver, type Harness } from "./harness.ts";
 import { startReceiver, type ReceivedPost, type Reply, type TestReceiver } from "./receiver.ts";
 import { readStream, sequenceDrill, setUpSequence } from "./sequence-drill.ts";
+import {
+  delivered,
+  orderingWebhook,
+  paymentDebts,
+  sequencesByResource,
+  setUpOrdering,
+  updateEach,
+} from "./ordering-drill.ts";
 
 const stripe = new Stripe("sk_test_hooklane");
 const ADMIN = { account: "acc_ops", admin: true };
@@ -353,6 +361,19 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(streamed.map((event) => event.sequence)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
       const posted = new Set(sequence.receiver.posts.map((post) => post.body));
       expect(streamed.filter((event) => !posted.has(JSON.stringify(event)))).toEqual([]);
+    }, 120_000);
+
+    it("delivers each resource's events in order to a webhook with resource ordering, through failures", async () => {
+      let calls = 0;
+      const ordering = await setUpOrdering(factory, driver, () => (++calls % 3 === 0 ? 503 : 200));
+      open.push(ordering);
+      const debts = await paymentDebts(ordering, 4);
+      await orderingWebhook(ordering, "/ordered", "resource");
+      await updateEach(ordering, debts, 6);
+      const runs = sequencesByResource(await delivered(ordering, "/ordered", 24));
+      expect([...runs.values()].map((run) => run.length)).toEqual([6, 6, 6, 6]);
+      expect([...runs.values()].filter((run) => run.some((n, i) => i > 0 && n < run[i - 1]!))).toEqual([]);
+      expect([...ordering.answered.values()].filter((status) => status === 503).length).toBeGreaterThan(0);
     }, 120_000);
 
     it("creates no duplicate dispatch rows when the same route message is delivered again", async () => {

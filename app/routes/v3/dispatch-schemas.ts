@@ -69,6 +69,16 @@ export const eventBodySchema = z
       .describe(
         "The event's place in this webhook's stream: 1, 2, 3… in the order events were routed to the webhook, never skipped, the same on every attempt. A jump means events were missed: fetch them from `GET /v3/events?webhook=…&after=…`. Absent from `webhook.test` events.",
       ),
+    ordering: z
+      .strictObject({
+        skipped: z
+          .array(z.string())
+          .describe("The earlier events of this resource it went ahead of, undelivered (`evt_…`), oldest first."),
+      })
+      .optional()
+      .describe(
+        "Only with `resource` ordering, on an event sent after earlier events of its resource that were not delivered (exhausted, or failing for longer than the webhook's `orderingHoldMax`): which. The same on every attempt.",
+      ),
     data: z
       .strictObject({
         object: z.string().describe("The resource's kind, e.g. `payment-debt`."),
@@ -199,10 +209,16 @@ export const dispatchDetailSchema = dispatchSchema
       "The body POSTed on every attempt, as JSON (the bytes sent are its compact form).",
     ),
     attempts: z.array(attemptSchema).describe("Every attempt of every run, oldest first."),
+    heldBehind: z
+      .string()
+      .nullable()
+      .describe(
+        "With `resource` ordering: the earlier event of the same resource (`evt_…`) this one waits for, not delivered yet and not failing for longer than the webhook's `orderingHoldMax`; null when it waits for nothing.",
+      ),
   })
   .meta({
     id: "WebhookDispatchDetail",
-    examples: [{ ...DISPATCH_EXAMPLE, payload: EVENT_BODY_EXAMPLE, attempts: [ATTEMPT_EXAMPLE] }],
+    examples: [{ ...DISPATCH_EXAMPLE, payload: EVENT_BODY_EXAMPLE, attempts: [ATTEMPT_EXAMPLE], heldBehind: null }],
   });
 
 /** What a recovery's or resend's `status` means. */
@@ -271,11 +287,13 @@ export function presentDispatchDetail(
   row: WebhookDispatch,
   attempts: readonly WebhookAttempt[],
   brand: string,
+  heldBehind: string | null,
 ): z.output<typeof dispatchDetailSchema> {
   return {
     ...presentDispatch(row),
     payload: JSON.parse(row.payload) as z.output<typeof eventBodySchema>,
     attempts: attempts.map((attempt) => presentAttempt(attempt, row.eventId, brand)),
+    heldBehind,
   };
 }
 

@@ -55,6 +55,8 @@ export function addWebhookCreate(router: OperationRouter): void {
             description: body.description,
             rateLimit: body.rateLimit,
             heldEventMaxAge: body.heldEventMaxAge,
+            ordering: body.ordering,
+            orderingHoldMax: body.orderingHoldMax,
             secretSealed,
             createdBy: principal.sub,
           })

@@ -1,3 +1,4 @@
+import { heldBehind } from "../../../lib/db/sql/held-behind.ts";
 import { and, asc, eq, gte, lt, sql } from "drizzle-orm";
 import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
@@ -93,7 +94,8 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
         .from(webhookAttempt)
         .where(eq(webhookAttempt.dispatchId, row.id))
         .orderBy(asc(webhookAttempt.run), asc(webhookAttempt.attempt));
-      return c.json(presentDispatchDetail(row, attempts, c.get("hooklane").config.brand));
+      const behind = await heldBehind(database, row.id);
+      return c.json(presentDispatchDetail(row, attempts, c.get("hooklane").config.brand, behind));
     },
   );
 }

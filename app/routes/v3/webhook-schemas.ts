@@ -2,12 +2,18 @@ import { z } from "zod";
 import { ApiError } from "../../../lib/api/problem.ts";
 import { iso, isoOrNull, timestamp } from "../../../lib/api/timestamps.ts";
 import { CallbackUrlError, validateCallbackUrl } from "../../../lib/webhook/outbound/webhook-callback-url.ts";
-import { SIGNATURE_SCHEMES, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
+import { SIGNATURE_SCHEMES, WEBHOOK_ORDERINGS, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
 import { changesSomething, idParams } from "./resource-fields.ts";
 
 export const webhookIdParams = idParams("The webhook's id (`wh_…`).");
 
 /** What `scheme` means, wherever it is read or set. */
+/** What `ordering` and `orderingHoldMax` mean, wherever they are read or set. */
+const ORDERING =
+  "`resource`: events about the same resource (the body's `data.object` and `data.id`) are delivered one at a time, in `sequence` order, while events about other resources go on in parallel; `none`: every event goes as soon as it can (retries may overtake). Caps, rate limits, the breaker and pauses apply as ever.";
+const ORDERING_HOLD_MAX =
+  'Seconds (60 to 7 days; 3600 unless set). With `resource` ordering, how long an event that keeps failing holds back the later events of its resource, from its first failure. Once that has passed, or once it is exhausted, the next event goes, its body naming the events it overtook (`"ordering":{"skipped":[…]}`).';
+
 const SCHEME =
   "How deliveries are signed: `hooklane-v1` (a `Hooklane-Signature: t=…,v1=…` header, as Stripe signs) or `standard-webhooks` (`webhook-id`, `webhook-timestamp` and `webhook-signature`, per the Standard Webhooks specification).";
 
@@ -24,6 +30,8 @@ const EXAMPLE = {
   disabledReason: null,
   rateLimit: null,
   heldEventMaxAge: null,
+  ordering: "none",
+  orderingHoldMax: 3600,
   breaker: { state: "closed", failures: 0, retry: null },
   statusChanged: "2026-12-01T09:30:00.000Z",
   previousSecretExpires: null,
@@ -62,6 +70,8 @@ export const webhookSchema = z
       .describe(
         "Seconds. When the webhook is made active again after a pause or a disable, events it held longer than this are skipped (status `skipped`), not delivered; null: every held event is delivered.",
       ),
+    ordering: z.enum(WEBHOOK_ORDERINGS).describe(ORDERING),
+    orderingHoldMax: z.number().int().describe(ORDERING_HOLD_MAX),
     breaker: z
       .strictObject({
         state: z
@@ -97,6 +107,13 @@ const heldEventMaxAge = z
   .max(30 * 86_400)
   .nullable()
   .describe("Seconds (60 to 30 days): on re-enable, skip held events older than this; null: deliver them all.");
+const ordering = z.enum(WEBHOOK_ORDERINGS).describe(ORDERING);
+const orderingHoldMax = z
+  .number()
+  .int()
+  .min(60)
+  .max(7 * 86_400)
+  .describe(ORDERING_HOLD_MAX);
 const rateLimit = z
   .number()
   .int()
@@ -113,6 +130,8 @@ export const createWebhookBody = z
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1").describe(SCHEME),
     rateLimit: rateLimit.default(null),
     heldEventMaxAge: heldEventMaxAge.default(null),
+    ordering: ordering.default("none"),
+    orderingHoldMax: orderingHoldMax.default(3_600),
     scope: z
       .enum(["account", "global"])
       .default("account")
@@ -128,6 +147,10 @@ export const updateWebhookBody = z
     scheme: z.enum(SIGNATURE_SCHEMES).describe(`${SCHEME} Takes effect from the next attempt.`),
     rateLimit,
     heldEventMaxAge,
+    ordering: ordering.describe(
+      `${ORDERING} Applies to events routed from then on; back to \`none\`, nothing waits any more.`,
+    ),
+    orderingHoldMax,
     status: z
       .enum(["active", "paused"])
       .describe("Pause to hold deliveries (events are kept); `active` resumes or re-enables a disabled webhook."),
@@ -151,6 +174,8 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     disabledReason: row.disabledReason,
     rateLimit: row.rateLimit,
     heldEventMaxAge: row.heldEventMaxAge,
+    ordering: row.ordering,
+    orderingHoldMax: row.orderingHoldMax,
     breaker: presentBreaker(row),
     statusChanged: iso(row.statusChangedAt),
     previousSecretExpires:

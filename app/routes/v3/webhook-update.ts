@@ -75,12 +75,21 @@ export function addWebhookUpdate(router: OperationRouter): void {
             ...(body.description === undefined ? {} : { description: body.description }),
             ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
             ...(body.heldEventMaxAge === undefined ? {} : { heldEventMaxAge: body.heldEventMaxAge }),
+            ...(body.ordering === undefined ? {} : { ordering: body.ordering }),
+            ...(body.orderingHoldMax === undefined ? {} : { orderingHoldMax: body.orderingHoldMax }),
             ...(statusChanges ? { status: body.status, statusChangedAt: sql`now()`, disabledReason: null } : {}),
             updatedAt: sql`now()`,
           })
           .where(webhookInScope(principal, params.id))
           .returning();
         if (!updated) throw notFound("webhook");
+        // No longer ordered: nothing of its waits for an earlier event any more.
+        if (body.ordering === "none" && before.ordering !== "none") {
+          await tx.rows(sql`
+            update webhook_dispatch_open set order_key = null, sequence = null, failing_since = null
+            where webhook_id = ${updated.id} and order_key is not null
+          `);
+        }
         // Made active again: what it held longer than its age limit is skipped, the rest goes out.
         const maxAge = updated.heldEventMaxAge;
         const held =
@@ -102,8 +111,10 @@ export function addWebhookUpdate(router: OperationRouter): void {
       });
       if (skipped > 0) c.get("log").info({ webhookId: row.id, skipped }, "held events past the age limit skipped");
       if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
-      // Its kept events are due: deliver them now rather than at the lane's next idle check.
-      if (statusChanges && row.status === "active") afterCommit(c, () => transport.sendDeliver([]));
+      // Its kept events, or those its ordering held back, are due: deliver them now rather than at the lane's next
+      // idle check.
+      const released = body.ordering === "none" && before.ordering !== "none";
+      if ((statusChanges && row.status === "active") || released) afterCommit(c, () => transport.sendDeliver([]));
       return c.json(presentWebhook(row));
     },
   );

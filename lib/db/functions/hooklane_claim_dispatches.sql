@@ -10,7 +10,7 @@
 -- never wait in a circle, and a claim that tries never waits at all. The open rows it leases (by their update: under the webhook's
 -- key no other claim leases them, and a record or a skip changing one meanwhile is waited for). The webhooks
 -- whose rate tokens or breaker it changes, FOR NO KEY UPDATE in id order at the end (as the record statement
--- locks them). Its own row of webhook_lane_in_flight.
+-- locks them). Its own row of webhook_lane_in_flight. The ledger row of an ordered event it flags.
 --
 -- Steps:
 --   1. What this worker has running (p_held, per webhook), per origin and account as the webhooks are now; and the
@@ -20,7 +20,10 @@
 --      another claim is passed over at once. At each other: its key locks; the webhook as it is now (breaker? rate
 --      tokens?); then, in a statement of its own (so it sees every claim that held those locks before),
 --      what the other workers' book rows say is in flight there. Its room is what the three caps leave, then at
---      most one for a breaker's probe and the rate tokens. It leases that many due open rows, earliest first.
+--      most one for a breaker's probe and the rate tokens. It leases that many due open rows, earliest first,
+--      passing over those an earlier event of their resource holds back (hooklane_held_in_order's test, written
+--      out); an ordered event
+--      sent after undelivered earlier ones of its resource names them in its body, once, before its first attempt.
 --   3. Rate tokens spent and probes sent, written to their webhooks.
 --   4. This worker's book row: what it had running and what it took.
 -- Returns {groups, cursor, waitMs, contended}: per webhook taken from, what its attempts need of it and its leased
@@ -203,7 +206,7 @@ BEGIN
     -- URL or owner changed since the walk read it is left for the next claim: its keys are not the ones held.
     SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.secret_sealed,
       wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
-      wh.rate_refilled_at, wh.breaker_open_until,
+      wh.rate_refilled_at, wh.breaker_open_until, wh.ordering, wh.ordering_hold_max,
       coalesce(sum((b.by_webhook ->> v_hook)::integer), 0) AS others_webhook,
       coalesce(sum((b.by_origin ->> v_origin)::integer), 0) AS others_origin,
       coalesce(sum((b.by_account ->> v_account)::integer), 0) AS others_account
@@ -256,33 +259,98 @@ BEGIN
 
     -- Due rows no live lease holds, earliest first: the named one, or the webhook's first ones. No row lock ahead
     -- of the update: only a claim holding this webhook's key leases its rows, and the update checks each row again
-    -- as it is then (a record or a skip may have changed it meanwhile). The lease is the open row's alone.
-    WITH picked AS (
-      SELECT p_only AS dispatch_id WHERE p_only IS NOT NULL
-      UNION ALL
-      (SELECT p.dispatch_id FROM webhook_dispatch_open p
-       WHERE p_only IS NULL AND p.webhook_id = v_hook AND p.next_attempt_at <= v_now
-         AND (p.locked_until IS NULL OR p.locked_until < v_now)
-       ORDER BY p.next_attempt_at
-       LIMIT v_room)
-    ),
-    leased AS (
-      UPDATE webhook_dispatch_open o SET locked_by = p_worker, locked_until = v_until
-      FROM picked WHERE o.dispatch_id = picked.dispatch_id AND o.next_attempt_at <= v_now
-        AND (o.locked_until IS NULL OR o.locked_until < v_now)
-      RETURNING o.dispatch_id, o.next_attempt_at
-    )
-    -- Per webhook: what its attempts need of it, once, and its leased rows.
-    SELECT json_build_object(
-        'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
-          'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
-          'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
-        'rows', json_agg(json_build_object(
-          'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'account', d.account, 'payload', d.payload,
-          'attempt', d.attempt_count + 1, 'run', d.run, 'testMode', d.test_mode) ORDER BY l.next_attempt_at))::text,
-      count(*)
-    INTO v_got, v_n
-    FROM leased l JOIN webhook_dispatch d ON d.id = l.dispatch_id;
+    -- as it is then (a record or a skip may have changed it meanwhile). The lease is the open row's alone. A webhook
+    -- with `resource` ordering has a statement of its own, so that the others' pays nothing for it.
+    IF w.ordering = 'resource' THEN
+      -- A row an earlier event of its resource holds back is not due yet.
+      WITH picked AS (
+        SELECT p_only AS dispatch_id WHERE p_only IS NOT NULL
+        UNION ALL
+        (SELECT p.dispatch_id FROM webhook_dispatch_open p
+         WHERE p_only IS NULL AND p.webhook_id = v_hook AND p.next_attempt_at <= v_now
+           AND (p.locked_until IS NULL OR p.locked_until < v_now)
+           -- hooklane_held_in_order, written out: a function call per row costs more than the test.
+           AND (p.order_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM webhook_dispatch_open b
+             WHERE b.webhook_id = p.webhook_id AND b.order_key = p.order_key AND b.sequence < p.sequence
+               AND (b.failing_since IS NULL OR b.failing_since > v_now - w.ordering_hold_max * interval '1 second')))
+         ORDER BY p.next_attempt_at
+         LIMIT v_room)
+      ),
+      leased AS (
+        UPDATE webhook_dispatch_open o SET locked_by = p_worker, locked_until = v_until
+        FROM picked WHERE o.dispatch_id = picked.dispatch_id AND o.next_attempt_at <= v_now
+          AND (o.locked_until IS NULL OR o.locked_until < v_now)
+          AND (o.order_key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM webhook_dispatch_open b
+            WHERE b.webhook_id = o.webhook_id AND b.order_key = o.order_key AND b.sequence < o.sequence
+              AND (b.failing_since IS NULL OR b.failing_since > v_now - w.ordering_hold_max * interval '1 second')))
+        RETURNING o.dispatch_id, o.next_attempt_at, o.order_key
+      ),
+      -- An ordered event sent for the first time after earlier ones of its resource that were not delivered
+      -- (exhausted, skipped, or still failing past the hold) names them in its body, from then on the body of every
+      -- attempt: "ordering":{"skipped":[…]}, the events after the resource's last delivered one.
+      flagged AS (
+        UPDATE webhook_dispatch d
+        SET payload = regexp_replace(d.payload, ',"data":', ',"ordering":{"skipped":' || s.skipped || '},"data":')
+        FROM (
+          SELECT l.dispatch_id, (
+            SELECT json_agg(x.event_id ORDER BY x.sequence)::text FROM webhook_dispatch x
+            WHERE x.resource_id = dd.resource_id AND x.webhook_id = v_hook AND x.sequence < dd.sequence
+              AND x.status <> 'success'
+              AND (x.payload::jsonb -> 'data' ->> 'object') = split_part(l.order_key, ':', 1)
+              AND x.sequence > coalesce((
+                SELECT max(y.sequence) FROM webhook_dispatch y
+                WHERE y.resource_id = dd.resource_id AND y.webhook_id = v_hook AND y.sequence < dd.sequence
+                  AND y.status = 'success'
+                  AND (y.payload::jsonb -> 'data' ->> 'object') = split_part(l.order_key, ':', 1)), 0)) AS skipped
+          FROM leased l JOIN webhook_dispatch dd ON dd.id = l.dispatch_id
+          WHERE l.order_key IS NOT NULL AND dd.attempt_count = 0 AND dd.run = 1
+            AND position('"ordering":' IN dd.payload) = 0
+        ) s
+        WHERE d.id = s.dispatch_id AND s.skipped IS NOT NULL
+        RETURNING d.id, d.payload
+      )
+      -- Per webhook: what its attempts need of it, once, and its leased rows.
+      SELECT json_build_object(
+          'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
+            'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
+            'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
+          'rows', json_agg(json_build_object(
+            'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'account', d.account,
+            'payload', coalesce(f.payload, d.payload), 'attempt', d.attempt_count + 1, 'run', d.run,
+            'testMode', d.test_mode, 'ordered', l.order_key IS NOT NULL) ORDER BY l.next_attempt_at))::text,
+        count(*)
+      INTO v_got, v_n
+      FROM leased l JOIN webhook_dispatch d ON d.id = l.dispatch_id LEFT JOIN flagged f ON f.id = l.dispatch_id;
+    ELSE
+      WITH picked AS (
+        SELECT p_only AS dispatch_id WHERE p_only IS NOT NULL
+        UNION ALL
+        (SELECT p.dispatch_id FROM webhook_dispatch_open p
+         WHERE p_only IS NULL AND p.webhook_id = v_hook AND p.next_attempt_at <= v_now
+           AND (p.locked_until IS NULL OR p.locked_until < v_now)
+         ORDER BY p.next_attempt_at
+         LIMIT v_room)
+      ),
+      leased AS (
+        UPDATE webhook_dispatch_open o SET locked_by = p_worker, locked_until = v_until
+        FROM picked WHERE o.dispatch_id = picked.dispatch_id AND o.next_attempt_at <= v_now
+          AND (o.locked_until IS NULL OR o.locked_until < v_now)
+        RETURNING o.dispatch_id, o.next_attempt_at
+      )
+      -- Per webhook: what its attempts need of it, once, and its leased rows.
+      SELECT json_build_object(
+          'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
+            'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
+            'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
+          'rows', json_agg(json_build_object(
+            'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'account', d.account, 'payload', d.payload,
+            'attempt', d.attempt_count + 1, 'run', d.run, 'testMode', d.test_mode) ORDER BY l.next_attempt_at))::text,
+        count(*)
+      INTO v_got, v_n
+      FROM leased l JOIN webhook_dispatch d ON d.id = l.dispatch_id;
+    END IF;
     IF v_n < v_room AND p_only IS NULL THEN
       -- Fewer due rows than room: when does this webhook's next one fall due?
       SELECT min(o.next_attempt_at) INTO v_next FROM webhook_dispatch_open o

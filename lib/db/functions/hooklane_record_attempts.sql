@@ -11,7 +11,8 @@
 -- Steps:
 --   1. Each record's open row, if p_worker still leases it: a finished dispatch (success, exhausted) leaves the
 --      open set; a retry (error) stays in it, unleased, due at the retry's time by this statement's clock, so a
---      retry can only come later than planned.
+--      retry can only come later than planned. An ordered row (order_key) notes when it first failed
+--      (failing_since): the time it may hold its resource's later events back counts from there.
 --   2. The ledger row of each of those: status, attempt count, next attempt, last answer. No index reads these
 --      columns, so the update is heap-only where its page has room.
 --   3. Exhausted dispatches' owner notifications (the sweeper folds them into digests); none for a test event.
@@ -58,7 +59,9 @@ BEGIN
   ),
   reopened AS (
     UPDATE webhook_dispatch_open o
-    SET next_attempt_at = r.next_at, locked_until = NULL, locked_by = NULL
+    SET next_attempt_at = r.next_at, locked_until = NULL, locked_by = NULL,
+        -- An ordered row's first failure starts the time it may hold its resource's later events back.
+        failing_since = CASE WHEN o.order_key IS NOT NULL THEN coalesce(o.failing_since, now()) END
     FROM r
     WHERE o.dispatch_id = ANY (v_ids) AND o.dispatch_id = r.id AND o.locked_by = p_worker AND r.status = 'error'
     RETURNING o.dispatch_id

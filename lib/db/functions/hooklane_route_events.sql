@@ -20,8 +20,9 @@
 --      webhook in batch order up to it, never twice and never skipping one. Only when the same event is routed
 --      twice at the same moment does the later insert meet the earlier one's key: it fails, numbers and all, and
 --      its message is routed again later, finding the dispatch made.
---   5. One pending dispatch per pair, its number in its body, and its open row, due now. Each dispatch is written
---      once, in the state it is delivered from.
+--   5. One pending dispatch per pair, its number in its body, and its open row, due now; for a webhook with
+--      `resource` ordering the open row also carries the resource (`<object>:<id>`) and the sequence, which the
+--      claim orders by (hooklane_held_in_order). Each dispatch is written once, in the state it is delivered from.
 --   6. A listen session that got one is told on channel hooklane_listen (payload: its webhook id, once per
 --      transaction), so only that session's streams wake (lib/db/sql/listen-wake.ts).
 -- Returns the new dispatches' ids (in the batch's order) and, per message, how many it created.
@@ -41,6 +42,7 @@ BEGIN
   -- 1, 2. The batch's pairs.
   WITH e AS MATERIALIZED (
     SELECT x.ord, x.message ->> 'eventId' AS event_id, x.message ->> 'type' AS type, x.account,
+      (x.rule ->> 'object') || ':' || (x.message ->> 'resourceId') AS resource_key,
       -- JSON.stringify's bytes: keys in this order, no spaces; to_json escapes text as it does.
       '{"id":' || to_json(x.message ->> 'eventId')::text
         || ',"object":"event"'
@@ -64,7 +66,7 @@ BEGIN
   -- Each event's webhooks, found through their indexes before anything else is computed over them.
   pairs AS MATERIALIZED (
     SELECT DISTINCT ON (e.event_id, w.id) e.ord, w.id AS webhook_id, e.event_id, e.type, e.account, e.head, e.tail,
-      w.status = 'listening' AS listening
+      w.status = 'listening' AS listening, CASE WHEN w.ordering = 'resource' THEN e.resource_key END AS order_key
     FROM e JOIN webhook w
       ON (w.events @> ARRAY[e.type]::text[] OR w.events @> ARRAY['*']::text[])
       AND (w.account IS NULL OR w.account = e.account)
@@ -87,31 +89,32 @@ BEGIN
     ON CONFLICT (webhook_id) DO UPDATE SET last = s.last + excluded.last
     RETURNING s.webhook_id, s.last
   ),
+  -- Each pair's dispatch id made here, as the column's default makes it, so that both inserts and the answer read
+  -- the pairs themselves (no join of the new rows back to them).
   numbered AS MATERIALIZED (
-    SELECT f.*, b.last - count(*) OVER (PARTITION BY f.webhook_id)
+    SELECT f.*, 'wd_' || replace(gen_random_uuid()::text, '-', '') AS id,
+      b.last - count(*) OVER (PARTITION BY f.webhook_id)
         + row_number() OVER (PARTITION BY f.webhook_id ORDER BY f.ord) AS sequence
     FROM fresh f JOIN bumped b ON b.webhook_id = f.webhook_id
   ),
   -- 5. The dispatches and their open rows.
   inserted AS (
-    INSERT INTO webhook_dispatch (event_id, event_type, webhook_id, account, sequence, payload)
-    SELECT n.event_id, n.type, n.webhook_id, n.account, n.sequence,
-      n.head || ',"sequence":' || n.sequence || n.tail
+    INSERT INTO webhook_dispatch (id, event_id, event_type, webhook_id, account, sequence, payload, next_attempt_at)
+    SELECT n.id, n.event_id, n.type, n.webhook_id, n.account, n.sequence,
+      n.head || ',"sequence":' || n.sequence || n.tail, now()
     FROM numbered n
     ORDER BY n.ord, n.webhook_id
-    RETURNING id, event_id, webhook_id, next_attempt_at
   ),
   opened AS (
-    INSERT INTO webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at)
-    SELECT i.id, i.webhook_id, i.next_attempt_at FROM inserted i
+    INSERT INTO webhook_dispatch_open (dispatch_id, webhook_id, next_attempt_at, order_key, sequence)
+    SELECT n.id, n.webhook_id, now(), n.order_key, CASE WHEN n.order_key IS NOT NULL THEN n.sequence END
+    FROM numbered n
   ),
   woken AS (
     SELECT pg_notify('hooklane_listen', l.webhook_id)
     FROM (SELECT DISTINCT n.webhook_id FROM numbered n WHERE n.listening) l
   ),
-  owned AS (
-    SELECT i.id, n.ord FROM inserted i JOIN numbered n ON n.event_id = i.event_id AND n.webhook_id = i.webhook_id
-  )
+  owned AS (SELECT n.id, n.ord FROM numbered n)
   SELECT
     (SELECT coalesce(array_agg(o.id ORDER BY o.ord, o.id), '{}'::text[]) FROM owned o),
     (SELECT array_agg(coalesce(c.n, 0)::integer ORDER BY m.ord)

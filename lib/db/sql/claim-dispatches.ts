@@ -24,6 +24,8 @@ export interface ClaimedDispatch {
   probe: boolean;
   /** A test event's test mode (see `TEST_MODES`); null for every other dispatch. */
   testMode: TestMode | null;
+  /** Its webhook orders events per resource (`resource` ordering), and this one waited its turn. */
+  ordered?: boolean;
 }
 
 /** Deliveries in flight at once, at most, across every worker. */
@@ -99,7 +101,10 @@ export interface RawClaim {
       previousSecretExpiresAt: string | null;
     };
     rows: Array<
-      Pick<ClaimedRow, "id" | "eventId" | "eventType" | "account" | "payload" | "attempt" | "run" | "testMode">
+      Pick<
+        ClaimedRow,
+        "id" | "eventId" | "eventType" | "account" | "payload" | "attempt" | "run" | "testMode" | "ordered"
+      >
     >;
   }>;
   cursor: string;

@@ -117,12 +117,18 @@ export async function carryDispatch(database: Database, id: string, ms: number):
   `);
 }
 
-/** The webhook's earliest due dispatch no lease holds, if any: what an invocation that has finished one takes next. */
+/**
+ * The webhook's earliest due dispatch no lease holds and no earlier event of its resource holds back (`resource`
+ * ordering), if any: what an invocation that has finished one takes next.
+ */
 export async function nextDueDispatch(database: Database, webhookId: string): Promise<string | undefined> {
   const [row] = await database.rows<{ dispatch_id: string }>(sql`
-    select dispatch_id from webhook_dispatch_open
-    where webhook_id = ${webhookId} and next_attempt_at <= now() and (locked_until is null or locked_until < now())
-    order by next_attempt_at limit 1
+    select o.dispatch_id from webhook_dispatch_open o
+    where o.webhook_id = ${webhookId} and o.next_attempt_at <= now()
+      and (o.locked_until is null or o.locked_until < now())
+      and not hooklane_held_in_order(o.webhook_id, o.order_key, o.sequence,
+        (select w.ordering_hold_max from webhook w where w.id = o.webhook_id), now())
+    order by o.next_attempt_at limit 1
   `);
   return row?.dispatch_id;
 }
@@ -144,6 +150,11 @@ export interface DispatchState extends DeliverTarget {
   webhookWorkers: number;
   /** Due dispatches of its webhook ahead of it (counted up to 10,000), when the webhook has a rate limit; else 0. */
   ahead: number;
+  /**
+   * With `resource` ordering, while earlier events of its resource hold it back: how long until the soonest of them
+   * is next due (or its lease ends, or it stops holding), ≤ 0 when that is now; null when nothing holds it back.
+   */
+  orderingWaitMs: number | null;
 }
 
 /** Why a dispatch named by a message could not be claimed. Undefined when it no longer exists. */
@@ -157,6 +168,7 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
       rate_limit: number | null;
       webhook_workers: number | string;
       ahead: number | string;
+      ordering_wait_ms: number | string | null;
     }
   >(sql`
     select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' as webhook_active,
@@ -170,7 +182,16 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
         select 1 from webhook_dispatch_open a
         where w.rate_limit is not null and o.dispatch_id is not null and a.webhook_id = d.webhook_id
           and a.next_attempt_at < o.next_attempt_at
-        limit 10000) ahead) as ahead
+        limit 10000) ahead) as ahead,
+      -- Held back by earlier events of its resource: until the soonest of them is next due, or stops holding it.
+      (select extract(epoch from min(least(
+          greatest(b.next_attempt_at, coalesce(b.locked_until, b.next_attempt_at)),
+          coalesce(b.failing_since + w.ordering_hold_max * interval '1 second', 'infinity'))) - now()) * 1000
+        from webhook_dispatch_open b
+        where o.order_key is not null and b.webhook_id = o.webhook_id and b.order_key = o.order_key
+          and b.sequence < o.sequence
+          and (b.failing_since is null or b.failing_since > now() - w.ordering_hold_max * interval '1 second')
+      )::float8 as ordering_wait_ms
     from webhook_dispatch d join webhook w on w.id = d.webhook_id
       left join webhook_dispatch_open o on o.dispatch_id = d.id
     where d.id = ${id}
@@ -185,6 +206,7 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
     rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
     webhookWorkers: Number(row.webhook_workers),
     ahead: Number(row.ahead),
+    orderingWaitMs: row.ordering_wait_ms === null ? null : Number(row.ordering_wait_ms),
   };
 }
 

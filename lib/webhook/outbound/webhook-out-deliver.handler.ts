@@ -32,6 +32,8 @@ export interface DeliverDeps extends SigningDeps, RetryDeps {
 export interface AttemptResult extends AttemptRecord {
   account: string | null;
   eventId: string;
+  /** Its webhook orders events per resource: once it finishes, the next event of its resource may go. */
+  ordered?: boolean;
   /** The subscriber answered 410 Gone: disable the webhook. */
   gone: boolean;
 }
@@ -45,7 +47,7 @@ export interface SignedAttempt {
 /** The dispatch an attempt was made for, as far as its result is concerned. */
 export type AttemptSubject = Pick<
   ClaimedDispatch,
-  "id" | "webhookId" | "account" | "eventId" | "eventType" | "testMode" | "attempt" | "probe"
+  "id" | "webhookId" | "account" | "eventId" | "eventType" | "testMode" | "attempt" | "probe" | "ordered"
 >;
 
 /** A `late` test event's timestamp is this far in the past: twice the 300 s receivers are told to accept. */
@@ -127,6 +129,7 @@ export function attemptResult(
   const base = {
     dispatchId: dispatch.id,
     probe: dispatch.probe,
+    ...(dispatch.ordered ? { ordered: true } : {}),
     webhookId: dispatch.webhookId,
     account: dispatch.account,
     eventId: dispatch.eventId,

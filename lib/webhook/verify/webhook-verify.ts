@@ -20,6 +20,11 @@ export interface WebhookEvent {
    * (`GET /v3/events?webhook=…&after=…` has them). Absent from `webhook.test` events.
    */
   sequence?: number;
+  /**
+   * With `resource` ordering, on an event sent after earlier events of its resource that were not delivered
+   * (exhausted, or failing past the webhook's hold): their ids, oldest first.
+   */
+  ordering?: { skipped: string[] };
   data: { object: string; id: string; account: string | null };
 }
 

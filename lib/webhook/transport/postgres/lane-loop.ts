@@ -37,7 +37,8 @@ const LOCKED_RECHECK_MS = 20;
 const WAKE_OTHERS_EVERY_MS = 50;
 
 /** A result whose record may make rows claimable: anything but a plain success (a probe's closes its breaker). */
-const makesClaimable = (result: AttemptResult) => result.status !== "success" || result.probe || result.gone;
+const makesClaimable = (result: AttemptResult) =>
+  result.status !== "success" || result.probe || result.gone || result.ordered === true;
 
 export interface LaneLoopOptions extends DeliverConsumerDeps {
   transport: PostgresTransport;
@@ -324,8 +325,9 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
       }
     }
     flushing = undefined;
-    // A retry is due later (the claim tells when), a breaker changed, a webhook went: step again. A batch of
-    // plain successes makes nothing claimable (its slots under the caps were freed when the POSTs ended).
+    // A retry is due later (the claim tells when), a breaker changed, a webhook went, an ordered event finished (the
+    // next of its resource may go): step again. A batch of other successes makes nothing claimable (its slots under
+    // the caps were freed when the POSTs ended).
     if (claimable || !options.running()) transport.signal.wake();
   }
 

@@ -214,7 +214,9 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
    * holder records it and sends what follows), its webhook's breaker is open
    * (the sweep sends one probe when it lets one through, and a probe that
    * succeeds hands the rest on), or an invocation at its webhook takes it
-   * next. Otherwise it looks again when the dispatch falls due, a short lease
+   * next. Held back by an earlier event of its resource (`resource`
+   * ordering), it looks again after that one's next try, not every few
+   * seconds. Otherwise it looks again when the dispatch falls due, a short lease
    * ends, or — held by a cap elsewhere or a rate limit — when its turn should
    * come, never sooner than a floor and with jitter; the sweep leaves a
    * dispatch alone while its message waits. Hops are no longer than the
@@ -241,6 +243,12 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     } else if (state.webhookWorkers > 0) {
       await carryDispatch(database, state.id, DELIVER_MESSAGE_GRACE_MS);
       return;
+    } else if (state.orderingWaitMs !== null) {
+      // An earlier event of its resource goes first: look again when that one is next tried (its success hands
+      // this one on at once, through the invocation that made it), not every few seconds meanwhile.
+      lookAgainMs =
+        Math.max(HELD_LOOK_AGAIN.floorMs, state.orderingWaitMs + HELD_LOOK_AGAIN.floorMs) *
+        (1 + Math.random() * HELD_LOOK_AGAIN.jitter);
     } else {
       const turnMs = state.rateLimit ? ((state.ahead + 1) / state.rateLimit) * 1_000 : HELD_LOOK_AGAIN.capMs;
       lookAgainMs =
