@@ -106,28 +106,61 @@ export function concurrentIndex(statement: string): ConcurrentIndex | undefined 
   };
 }
 
+/** How long a migrator waits for another one's concurrent index builds, at most, and how often it looks. */
+const OTHER_BUILDS_WAIT_MS = 600_000;
+const OTHER_BUILDS_LOOK_MS = 100;
+
 /**
  * Builds every concurrent index of the applied migrations that is missing,
- * and builds again one a failed or killed build left invalid — unless
- * another migrator is building it now (it finishes it). An index that is
- * there and valid costs one catalogue read.
+ * and builds again one a failed or killed build left invalid. One build at a
+ * time across migrators: two concurrent builds of partial indexes wait for
+ * each other's transactions, and PostgreSQL ends one as a deadlock. So a
+ * migrator waits while another builds any of these indexes (the one it
+ * builds is then there and valid), and one that still meets another's build
+ * and is ended as the deadlock's victim looks again and tries once more. An
+ * index that is there and valid costs one catalogue read.
  */
 export async function ensureConcurrentIndexes(
   database: Database,
   migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }),
 ): Promise<void> {
   const indexes = migrations.flatMap((m) => m.sql.map(concurrentIndex).filter((i) => i !== undefined));
+  const names = `{${indexes.map((index) => index.name).join(",")}}`;
+  const deadline = Date.now() + OTHER_BUILDS_WAIT_MS;
   for (const index of indexes) {
-    const [state] = await database.rows<{ valid: boolean; building: boolean }>(sql`
-      select i.indisvalid as valid,
-        exists (select 1 from pg_stat_progress_create_index p where p.index_relid = c.oid) as building
-      from pg_class c join pg_index i on i.indexrelid = c.oid
-      where c.relname = ${index.name} and c.relnamespace = 'public'::regnamespace
-    `);
-    if (state?.valid || state?.building) continue;
-    if (state) await database.rows(sql.raw(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`));
-    await database.rows(sql.raw(index.concurrent));
+    for (let deadlocks = 0; ;) {
+      const [state] = await database.rows<{ exists: boolean; valid: boolean; building: boolean }>(sql`
+        select i.indisvalid is not null as exists, coalesce(i.indisvalid, false) as valid,
+          exists (
+            select 1 from pg_stat_progress_create_index p join pg_class b on b.oid = p.index_relid
+            where b.relname = any (${names}::text[]) and b.relnamespace = 'public'::regnamespace
+          ) as building
+        from (select 1) one
+          left join pg_class c on c.relname = ${index.name} and c.relnamespace = 'public'::regnamespace
+          left join pg_index i on i.indexrelid = c.oid
+      `);
+      if (state!.valid) break;
+      if (state!.building && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS));
+        continue;
+      }
+      try {
+        if (state!.exists) await database.rows(sql.raw(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`));
+        await database.rows(sql.raw(index.concurrent));
+        break;
+      } catch (error) {
+        if (errorCode(error) !== "40P01" || ++deadlocks > 5) throw error;
+        await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS * (1 + Math.random() * 4)));
+      }
+    }
   }
+}
+
+/** A PostgreSQL error's SQLSTATE, as the driver gives it or as the query builder wraps it. */
+function errorCode(error: unknown): string | undefined {
+  const { code, cause } = (error ?? {}) as { code?: unknown; cause?: { code?: unknown } };
+  const found = typeof code === "string" ? code : cause?.code;
+  return typeof found === "string" ? found : undefined;
 }
 
 /**
