@@ -149,18 +149,11 @@ export async function ensureConcurrentIndexes(
         await database.rows(sql.raw(index.concurrent));
         break;
       } catch (error) {
-        if (errorCode(error) !== "40P01" || ++deadlocks > 5) throw error;
+        if (errorFacts(error).code !== "40P01" || ++deadlocks > 5) throw error;
         await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS * (1 + Math.random() * 4)));
       }
     }
   }
-}
-
-/** A PostgreSQL error's SQLSTATE, as the driver gives it or as the query builder wraps it. */
-function errorCode(error: unknown): string | undefined {
-  const { code, cause } = (error ?? {}) as { code?: unknown; cause?: { code?: unknown } };
-  const found = typeof code === "string" ? code : cause?.code;
-  return typeof found === "string" ? found : undefined;
 }
 
 /**

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { postgresReceiptStore, type WebhookEvent } from "../../lib/webhook/verify/webhook-verify.ts";
 import { sql } from "drizzle-orm";
 import { insertDispatches } from "../../lib/db/sql/insert-dispatches.ts";
+import { errorFacts } from "../../lib/log/error-facts.ts";
 import { catalogueByInternal } from "../../lib/webhook/catalogue/webhook-event-catalogue.ts";
 import { routeRule } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { startHarness, type Driver } from "../support/harness.ts";
@@ -170,8 +171,7 @@ describe("numbering while routes run at once", () => {
                 await insertDispatches(harness.hooklane.database, message, rule);
                 break;
               } catch (error) {
-                const code = (error as { cause?: { code?: string } }).cause?.code ?? (error as { code?: string }).code;
-                if (code !== "23505" || attempt === 5) throw error;
+                if (errorFacts(error).code !== "23505" || attempt === 5) throw error;
                 collisions++;
               }
             }

@@ -4,14 +4,13 @@ import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { whenFieldsValid } from "../../../lib/api/validation-errors.ts";
 import { recordAudit } from "../../../lib/audit/audit-log.ts";
 import { readEventStream } from "../../../lib/db/sql/event-stream.ts";
+import { EVENT_TYPE_NAME } from "../../../lib/webhook/catalogue/catalogue-entry.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { eventBodySchema } from "./dispatch-schemas.ts";
 
 /** The longest a request waits for an event (`wait`), and how often it looks meanwhile. */
 export const EVENTS_WAIT_MAX_SECONDS = 30;
 const WAIT_POLL_MS = 500;
-
-const EVENT_TYPE = /^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/;
 
 const eventsQuery = z
   .strictObject({
@@ -30,7 +29,7 @@ const eventsQuery = z
       .min(1)
       .max(2_000)
       .refine(
-        (value) => value.split(",").every((type) => EVENT_TYPE.test(type)),
+        (value) => value.split(",").every((type) => EVENT_TYPE_NAME.test(type)),
         "must be event types separated by commas",
       )
       .optional()

@@ -1,4 +1,4 @@
-import { heldBehind } from "../../../lib/db/sql/held-behind.ts";
+import { heldBehind } from "../../../lib/db/sql/ordering-holds.ts";
 import { and, asc, eq, gte, lt, sql } from "drizzle-orm";
 import { z } from "zod";
 import { listOf, listPage, pageQuery, readNewestFirst } from "../../../lib/api/list-page.ts";
@@ -94,7 +94,9 @@ export function addWebhookDispatchLog(router: OperationRouter): void {
         .from(webhookAttempt)
         .where(eq(webhookAttempt.dispatchId, row.id))
         .orderBy(asc(webhookAttempt.run), asc(webhookAttempt.attempt));
-      const behind = await heldBehind(database, row.id);
+      // Only an open dispatch can wait for anything.
+      const open = row.status === "pending" || row.status === "error";
+      const behind = open ? await heldBehind(database, row.id) : null;
       return c.json(presentDispatchDetail(row, attempts, c.get("hooklane").config.brand, behind));
     },
   );

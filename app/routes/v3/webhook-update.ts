@@ -5,6 +5,7 @@ import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, notFound } from "../../../lib/api/problem.ts";
 import { webhook } from "../../../lib/db/schema.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import { releaseOrdering } from "../../../lib/db/sql/ordering-holds.ts";
 import { skipHeldDispatches } from "../../../lib/db/sql/skip-dispatches.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
 import {
@@ -84,12 +85,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
           .returning();
         if (!updated) throw notFound("webhook");
         // No longer ordered: nothing of its waits for an earlier event any more.
-        if (body.ordering === "none" && before.ordering !== "none") {
-          await tx.rows(sql`
-            update webhook_dispatch_open set order_key = null, sequence = null, failing_since = null
-            where webhook_id = ${updated.id} and order_key is not null
-          `);
-        }
+        if (body.ordering === "none" && before.ordering !== "none") await releaseOrdering(tx, updated.id);
         // Made active again: what it held longer than its age limit is skipped, the rest goes out.
         const maxAge = updated.heldEventMaxAge;
         const held =

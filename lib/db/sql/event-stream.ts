@@ -20,7 +20,14 @@ export async function readEventStream(
   const rows = await database.rows<{ sequence: number | string; payload: string }>(sql`
     select sequence, payload from webhook_dispatch
     where webhook_id = ${webhookId} and sequence > ${after}
-      ${types ? sql`and event_type = any (${`{${types.map((t) => JSON.stringify(t)).join(",")}}`}::text[])` : sql``}
+      ${
+        types
+          ? sql`and event_type in (${sql.join(
+              types.map((type) => sql`${type}`),
+              sql`, `,
+            )})`
+          : sql``
+      }
     order by sequence
     limit ${limit}
   `);

@@ -44,9 +44,12 @@ export function exampleAsDelivered(example: ExampleBody, sequence: number | unde
   return { id, object: "event", type, created, livemode, ...(sequence === undefined ? {} : { sequence }), data };
 }
 
+/** `<resource>.<verb>`, dotted, lower-case: what an event type's name looks like. */
+export const EVENT_TYPE_NAME = /^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/;
+
 export const catalogueEntrySchema = z.object({
   /** `<resource>.<verb>`, dotted, lower-case: the event type subscribers see. */
-  internal: z.string().regex(/^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)+$/, "must look like resource.verb"),
+  internal: z.string().regex(EVENT_TYPE_NAME, "must look like resource.verb"),
   method: z.enum(["POST", "PUT", "PATCH", "DELETE"]),
   /** The Hono route template, e.g. `/v3/payment-debts/:id`. */
   route: z.string().regex(/^\/v3(\/[A-Za-z0-9:_-]+)+$/, "must be a /v3 route template"),

@@ -20,3 +20,11 @@ export async function heldBehind(database: Database, dispatchId: string): Promis
   `);
   return row?.event_id ?? null;
 }
+
+/** A webhook no longer ordered: none of its open dispatches waits for an earlier event any more. */
+export async function releaseOrdering(database: Database, webhookId: string): Promise<void> {
+  await database.rows(sql`
+    update webhook_dispatch_open set order_key = null, sequence = null, failing_since = null
+    where webhook_id = ${webhookId} and order_key is not null
+  `);
+}
