@@ -1,8 +1,8 @@
 // Scenario 8, scale-out: does a second, third, fourth lane worker add throughput, or do the workers' claims wait
 // on each other in the database? Claims no longer take one database-wide lock, only advisory locks on the keys of
-// the webhook, origin and account they touch, tried and skipped when held; this measures what is left of the
-// contention. The same backlog, routed and delivered, is drained by one worker and by four, and pg_stat_activity
-// says what the database's active sessions waited on meanwhile. On a machine with few cores the workers and
+// the webhook, origin and account they touch, and routing the key of its route shard, tried and skipped when held;
+// this measures what is left of the contention. The same backlog, routed and delivered, is drained by one worker
+// and by four, and pg_stat_activity says what the database's active sessions waited on meanwhile. On a machine with few cores the workers and
 // PostgreSQL share them, so the CPU each spends per delivery is measured too, and the report projects from it
 // what more cores would give.
 import { availableParallelism } from "node:os";

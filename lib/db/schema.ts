@@ -405,6 +405,9 @@ export interface SignatureManifest {
 /**
  * The postgres transport's `webhook-out-route` topic. Deliveries need no table
  * of their own: with this transport the dispatch row is the deliver message.
+ * A job's shard is its event's account hashed into 16 (an event without one
+ * has the shard of ''): a lane step routes from shards no other step holds,
+ * so steps at once number different webhooks (hooklane_route_and_claim).
  */
 export const webhookRouteJob = pgTable(
   "webhook_route_job",
@@ -418,7 +421,14 @@ export const webhookRouteJob = pgTable(
     lastError: text("last_error"),
     createdAt: createdAt(),
   },
-  (t) => [index("webhook_route_job_run_at_idx").on(t.runAt)],
+  (t) => [
+    index("webhook_route_job_run_at_idx").on(t.runAt),
+    index("webhook_route_job_shard_idx").on(
+      sql`(hashtext(coalesce(${t.message} ->> 'account', '')) & 15)`,
+      t.runAt,
+      t.id,
+    ),
+  ],
 );
 
 /**
