@@ -1,6 +1,7 @@
 // Forwards a listen session's deliveries to a local receiver: no public URL, no allowlist entry.
 // npm run listen -- --forward-to http://localhost:4000/hooks [--events a,b] [--scheme standard-webhooks]
-//                   [--api http://localhost:3000] [--token <jwt>]      (or HOOKLANE_API, HOOKLANE_TOKEN)
+//                   [--header "X-Api-Key: dev"]… [--api http://localhost:3000] [--token <jwt>]
+//                   (or HOOKLANE_API, HOOKLANE_TOKEN)
 import { parseArgs } from "node:util";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import { backoffMs, type Backoff } from "../lib/backoff.ts";
@@ -10,7 +11,7 @@ import { createHttpSender } from "../lib/webhook/outbound/webhook-http-sender.ts
 import { postSigned } from "../lib/webhook/outbound/webhook-out-deliver.handler.ts";
 
 const usage =
-  "usage: npm run listen -- --forward-to <url> [--events a,b] [--scheme hooklane-v1|standard-webhooks] [--api <url>] [--token <jwt>]";
+  'usage: npm run listen -- --forward-to <url> [--events a,b] [--scheme hooklane-v1|standard-webhooks] [--header "Name: value"]… [--api <url>] [--token <jwt>]';
 /** Reconnecting the stream, and re-sending a report the API did not take. */
 const RECONNECT: Backoff = { baseMs: 250, maxMs: 5_000, jitter: 0.2 };
 const REPORT_TRIES = 5;
@@ -22,6 +23,7 @@ try {
       "forward-to": { type: "string" },
       events: { type: "string", default: "*" },
       scheme: { type: "string", default: "hooklane-v1" },
+      header: { type: "string", multiple: true, default: [] },
       api: { type: "string", default: process.env.HOOKLANE_API ?? "http://localhost:3000" },
       token: { type: "string", default: process.env.HOOKLANE_TOKEN },
     },
@@ -34,6 +36,13 @@ if (!forwardTo || !/^https?:$/.test(forwardTo.protocol)) fail(`--forward-to must
 if (!values.token) {
   fail(`--token (or HOOKLANE_TOKEN) is required; on a laptop: --token $(npm run -s token -- --account <id>)`, 2);
 }
+// Sent on every delivery, as a webhook's own headers are (the API refuses the names a delivery owns).
+const headers: Record<string, string> = {};
+for (const header of values.header) {
+  const colon = header.indexOf(":");
+  if (colon < 1) fail(`--header must be "Name: value", not ${JSON.stringify(header)}\n${usage}`, 2);
+  headers[header.slice(0, colon).trim()] = header.slice(colon + 1).trim();
+}
 const api = values.api.replace(/\/+$/, "");
 const authorization = `Bearer ${values.token}`;
 
@@ -41,6 +50,7 @@ const created = await call("POST", "/v3/listen-sessions", {
   forwardTo: forwardTo.href,
   events: values.events.split(",").map((name) => name.trim()),
   scheme: values.scheme,
+  headers,
 }).catch((error: unknown) => fail(`the API at ${api} is unreachable: ${(error as Error).message}`, 1));
 if (created.status !== 201) fail(`the session was not created: ${problemText(created.body)}`, 1);
 const session = created.body as { id: string; secret: string; events: string[] };

@@ -150,6 +150,18 @@ function logFilters(base: string, w: Webhook, eventTypes: string[], filters: Log
     }`;
 }
 
+/** A webhook's own headers: each plain value as it is, each secret one only named. */
+function headerList(headers: Webhook["headers"]) {
+  const names = Object.keys(headers);
+  if (names.length === 0) return "—";
+  return html`<ul class="plain">
+    ${names.map((name) => {
+      const value = headers[name]!;
+      return html`<li><code>${name}: ${typeof value === "string" ? value : "(secret, not shown)"}</code></li>`;
+    })}
+  </ul>`;
+}
+
 export function webhookPage(input: {
   webhook: Webhook;
   health: Health | undefined;
@@ -189,6 +201,8 @@ export function webhookPage(input: {
               : "none: events go as soon as they can"
           }
         </dd>
+        <dt>Headers</dt>
+        <dd>${headerList(w.headers)}</dd>
         <dt>Description</dt>
         <dd>${w.description || "—"}</dd>
       </dl>

@@ -18,6 +18,7 @@ import {
   uniqueIndex,
 } from "drizzle-orm/pg-core";
 import type { ExampleBody, OwnerStrategy } from "../webhook/catalogue/catalogue-entry.ts";
+import type { StoredHeaders } from "../webhook/outbound/webhook-custom-headers.ts";
 
 const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 const prefixedId = (prefix: string) =>
@@ -147,6 +148,8 @@ export const webhook = pgTable(
     status: text("status").$type<WebhookStatus>().notNull().default("active"),
     scheme: text("scheme").$type<SignatureScheme>().notNull().default("hooklane-v1"),
     description: text("description").notNull().default(""),
+    /** Headers sent on every attempt, by name: plain values as they are, secret ones sealed like the secret. */
+    headers: jsonb("headers").$type<StoredHeaders>().notNull().default({}),
     /** The signing secret, encrypted (compact JWE); never stored in clear. */
     secretSealed: text("secret_sealed").notNull(),
     /** The previous secret during a rotation; signs as the second v1 until it expires. */

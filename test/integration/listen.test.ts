@@ -123,6 +123,8 @@ async function listen(
     `${receiver.url}/hooks`,
     "--events",
     "payment-debt.created",
+    "--header",
+    "X-Team: listen",
     "--api",
     api,
     "--token",
@@ -182,6 +184,8 @@ it("forwards to a local receiver through `npm run listen`, with the API in produ
   console.log(`2xx to the local receiver: ${latencyMs} ms`);
   expect(latencyMs).toBeLessThan(1_000);
   const verified = await verifyWebhook({ payload: first!.body, headers: first!.headers, secret });
+  // The session's own header (`--header`) came along.
+  expect(first!.headers["x-team"]).toBe("listen");
   expect(verified.event).toMatchObject({ type: "payment-debt.created", data: { id: created.body.id } });
 
   // The receiver's 500 is the attempt's recorded status, and the next attempt follows the schedule.

@@ -1,3 +1,4 @@
+import type { Logger } from "../../lib/log/logger.ts";
 import { PGlite } from "@electric-sql/pglite";
 import { createApp } from "../../app/app.ts";
 import { mintToken } from "../../lib/auth/jwt.ts";
@@ -106,7 +107,14 @@ export const HARNESS_START_MS = 90_000;
 
 export async function startHarness(
   factory: DatabaseFactory,
-  options: { env?: Record<string, string>; lane?: boolean; driver?: Driver; outboxForwardGraceMs?: number } = {},
+  options: {
+    env?: Record<string, string>;
+    lane?: boolean;
+    driver?: Driver;
+    outboxForwardGraceMs?: number;
+    /** Where the product logs (default: as the configuration says). */
+    logger?: Logger;
+  } = {},
 ): Promise<Harness> {
   const { database, databaseUrl, drop } = await factory();
   const driver = options.driver ?? "postgres";
@@ -115,6 +123,7 @@ export async function startHarness(
   const hooklane = await createHooklane(config, {
     database,
     ...(queue ? { queue: queue.client } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     ...(options.outboxForwardGraceMs === undefined ? {} : { outboxForwardGraceMs: options.outboxForwardGraceMs }),
   });
   const app = createApp(hooklane);

@@ -14,6 +14,7 @@ import {
 import { claimDispatches } from "../../lib/db/sql/claim-dispatches.ts";
 import { handleRouteMessage } from "../../lib/webhook/outbound/webhook-out-route.handler.ts";
 import { generateWebhookSecret } from "../../lib/webhook/outbound/webhook-signature.ts";
+import { capturedLogs } from "./captured-logs.ts";
 import { eventually } from "./eventually.ts";
 import { startHarness, type DatabaseFactory, type Driver, type Harness } from "./harness.ts";
 import { startReceiver, type ReceivedPost, type Reply, type TestReceiver } from "./receiver.ts";
@@ -223,6 +224,97 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(post!.headers["hooklane-event-id"]).toBe(event.id);
       expect(post!.headers["hooklane-attempt"]).toBe("1");
       expect(String(post!.headers["hooklane-signature"])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+    });
+
+    it("sends a webhook's own headers on every attempt, its secret one never shown or logged again", async () => {
+      const SECRET_VALUE = "Bearer hdr-secret-7f3a9c1e5b";
+      const logs = capturedLogs();
+      let failures = 2;
+      const receiver = await startReceiver((post) =>
+        post.path === "/headers" && failures-- > 0 ? { status: 503 } : {},
+      );
+      const harness = await startHarness(factory, { driver, logger: logs.logger });
+      open.push(harness, receiver);
+      await harness.accounts("acc_alice");
+      const created = await harness.call("POST", "/v3/webhooks", {
+        account: "acc_alice",
+        body: {
+          url: `${receiver.url}/headers`,
+          events: ["account.updated"],
+          headers: { "X-Team": "billing", Authorization: { value: SECRET_VALUE, secret: true } },
+        },
+      });
+      expect(created.status, created.text).toBe(201);
+      expect(created.body.headers).toEqual({ "X-Team": "billing", Authorization: { secret: true } });
+      const hook = created.body as { id: string };
+      await touchAlice(harness);
+      // Two 503s, then the delivery: each attempt carries both headers.
+      const posts = await receiver.waitFor(3);
+      expect(posts.map((post) => post.headers["hooklane-attempt"])).toEqual(["1", "2", "3"]);
+      for (const post of posts) {
+        expect(post.headers["x-team"]).toBe("billing");
+        expect(post.headers["authorization"]).toBe(SECRET_VALUE);
+      }
+
+      // Renamed one, kept the secret without sending it: the next event carries the new value and the same secret.
+      const updated = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+        account: "acc_alice",
+        body: { headers: { "X-Team": "ops", Authorization: { secret: true } } },
+      });
+      expect(updated.status, updated.text).toBe(200);
+      expect(updated.body.headers).toEqual({ "X-Team": "ops", Authorization: { secret: true } });
+      await touchAlice(harness);
+      const [next] = (await receiver.waitFor(4)).slice(3);
+      expect(next!.headers["x-team"]).toBe("ops");
+      expect(next!.headers["authorization"]).toBe(SECRET_VALUE);
+
+      // Refused: names the delivery owns, values that could start another header, too many, a secret to keep that
+      // was never stored. Each 422 names the header.
+      const refused = {
+        "Content-Type": "text/plain",
+        Host: "example.com",
+        "Hooklane-Signature": "t=1,v1=00",
+        "webhook-id": "msg_1",
+        Connection: "close",
+        "X-Bad": "a\r\nX-Injected: 1",
+      };
+      for (const [name, value] of Object.entries(refused)) {
+        const answer = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+          account: "acc_alice",
+          body: { headers: { [name]: value } },
+        });
+        expect(answer.status, `${name}: ${answer.text}`).toBe(422);
+        expect(answer.text, name).toContain(name);
+      }
+      const tooMany = Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-H${i}`, "v"]));
+      const many = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+        account: "acc_alice",
+        body: { headers: tooMany },
+      });
+      expect(many.status, many.text).toBe(422);
+      const unknownSecret = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+        account: "acc_alice",
+        body: { headers: { "X-Api-Key": { secret: true } } },
+      });
+      expect(unknownSecret.status, unknownSecret.text).toBe(422);
+      expect(unknownSecret.text).toContain("X-Api-Key");
+
+      // Nowhere after creation: not in the webhook, the list, the audit log or the delivery log, nor any log line.
+      const answers = await Promise.all(
+        [`/v3/webhooks/${hook.id}`, "/v3/webhooks", `/v3/webhooks/${hook.id}/dispatches`].map((path) =>
+          harness.call("GET", path, { account: "acc_alice" }),
+        ),
+      );
+      const audit = await harness.call("GET", "/v3/audit-log", { account: "acc_alice" });
+      for (const answer of [...answers, audit]) {
+        expect(answer.status, answer.text).toBe(200);
+        expect(answer.text).not.toContain("hdr-secret");
+      }
+      expect(audit.text).toContain(hook.id);
+      expect(logs.lines.length).toBeGreaterThan(0);
+      expect(logs.lines.filter((line) => JSON.stringify(line).includes("hdr-secret"))).toEqual([]);
+      const [stored] = await harness.hooklane.database.db.select().from(webhook).where(eq(webhook.id, hook.id));
+      expect(JSON.stringify(stored!.headers)).not.toContain("hdr-secret");
     });
 
     it("signs with two v1 values during a rotation, each verifiable by the stripe SDK", async () => {

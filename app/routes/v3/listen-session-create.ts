@@ -9,6 +9,8 @@ import {
   presentListenSession,
 } from "./listen-session-schemas.ts";
 import { accountQuotas } from "./account-quotas.ts";
+import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
+import { assertCustomHeaders } from "./webhook-schemas.ts";
 
 /**
  * `POST /v3/listen-sessions`: what `npm run listen` starts with. The session
@@ -39,7 +41,9 @@ export function addListenSessionCreate(router: OperationRouter): void {
       const principal = c.get("principal");
       const secret = generateWebhookSecret();
       const events = await assertSubscribableEvents(database, body.events, "account");
+      assertCustomHeaders(body.headers, config.brand);
       const secretSealed = await secrets.seal(secret);
+      const headers = await sealHeaders(body.headers, secrets);
       const row = await accountQuotas.listenSession(c, principal.account, async (tx) => {
         const [inserted] = await tx.db
           .insert(webhook)
@@ -49,6 +53,7 @@ export function addListenSessionCreate(router: OperationRouter): void {
             events,
             status: "listening",
             scheme: body.scheme,
+            headers,
             description: "listen session",
             secretSealed,
             expiresAt: sql`now() + ${config.listenTtlMs}::int * interval '1 millisecond'`,

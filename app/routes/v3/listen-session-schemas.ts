@@ -1,3 +1,8 @@
+import {
+  customHeadersInput,
+  customHeadersOutput,
+  presentHeaders,
+} from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import { z } from "zod";
 import { SIGNATURE_SCHEMES, type Webhook } from "../../../lib/db/schema.ts";
 import { listenReportSchema } from "../../../lib/webhook/listen/listen-messages.ts";
@@ -23,6 +28,7 @@ export const createListenSessionBody = z
       .enum(SIGNATURE_SCHEMES)
       .default("hooklane-v1")
       .describe("How deliveries are signed, as for a webhook: `hooklane-v1` (the default) or `standard-webhooks`."),
+    headers: customHeadersInput.default({}).describe(`${customHeadersInput.description} The CLI sends them on.`),
   })
   .meta({ examples: [{ forwardTo: "http://localhost:3000/webhooks", events: ["payment-debt.created"] }] });
 
@@ -32,6 +38,7 @@ const SESSION_EXAMPLE = {
   forwardTo: "http://localhost:3000/webhooks",
   events: ["payment-debt.created"],
   scheme: "hooklane-v1" as const,
+  headers: {},
   expires: "2026-03-01T12:10:00.000Z",
   created: "2026-03-01T12:00:00.000Z",
 };
@@ -45,6 +52,7 @@ export const listenSessionSchema = z
     scheme: z
       .enum(SIGNATURE_SCHEMES)
       .describe("How deliveries are signed, as for a webhook: `hooklane-v1` or `standard-webhooks`."),
+    headers: customHeadersOutput,
     expires: timestamp.describe("Renewed while the CLI's stream is open; the session is deleted once it passes."),
     created: timestamp,
   })
@@ -98,6 +106,7 @@ export function presentListenSession(row: Webhook): z.output<typeof listenSessio
     forwardTo: row.url,
     events: row.events,
     scheme: row.scheme,
+    headers: presentHeaders(row.headers),
     expires: iso(row.expiresAt ?? row.createdAt),
     created: iso(row.createdAt),
   };

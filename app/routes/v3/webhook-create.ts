@@ -7,7 +7,14 @@ import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscri
 import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-signature.ts";
 import { owningAccount } from "./tenancy.ts";
 import { accountQuotas } from "./account-quotas.ts";
-import { assertCallbackUrl, createWebhookBody, presentWebhook, webhookWithSecretSchema } from "./webhook-schemas.ts";
+import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
+import {
+  assertCallbackUrl,
+  assertCustomHeaders,
+  createWebhookBody,
+  presentWebhook,
+  webhookWithSecretSchema,
+} from "./webhook-schemas.ts";
 
 /** `POST /v3/webhooks`: subscribe; the answer carries the secret, once. */
 export function addWebhookCreate(router: OperationRouter): void {
@@ -26,7 +33,7 @@ export function addWebhookCreate(router: OperationRouter): void {
         403: { description: "Only admins create global webhooks." },
         422: {
           description:
-            "Invalid input, an unsafe URL, an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`), or a token whose account does not exist (`account`).",
+            "Invalid input, an unsafe URL, a header a webhook cannot set, an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`), or a token whose account does not exist (`account`).",
         },
       },
       answerHoldsSecret: true,
@@ -39,11 +46,13 @@ export function addWebhookCreate(router: OperationRouter): void {
         throw new ApiError(403, "Forbidden", "Only admins can create global webhooks.");
       }
       assertCallbackUrl(body.url, config.allowedHosts);
+      assertCustomHeaders(body.headers, config.brand);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
       const events = await assertSubscribableEvents(database, body.events, owner === null ? "global" : "account");
       const secret = generateWebhookSecret();
       const secretSealed = await secrets.seal(secret);
+      const headers = await sealHeaders(body.headers, secrets);
       const row = await accountQuotas.webhook(c, owner, async (tx) => {
         const [created] = await tx.db
           .insert(webhook)
@@ -53,6 +62,7 @@ export function addWebhookCreate(router: OperationRouter): void {
             events,
             scheme: body.scheme,
             description: body.description,
+            headers,
             rateLimit: body.rateLimit,
             heldEventMaxAge: body.heldEventMaxAge,
             ordering: body.ordering,

@@ -2,6 +2,14 @@ import { z } from "zod";
 import { ApiError } from "../../../lib/api/problem.ts";
 import { iso, isoOrNull, timestamp } from "../../../lib/api/timestamps.ts";
 import { CallbackUrlError, validateCallbackUrl } from "../../../lib/webhook/outbound/webhook-callback-url.ts";
+import {
+  customHeadersInput,
+  customHeadersOutput,
+  customHeadersRefusal,
+  presentHeaders,
+  type CustomHeadersInput,
+  type StoredHeaders,
+} from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import { SIGNATURE_SCHEMES, WEBHOOK_ORDERINGS, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
 import { changesSomething, idParams } from "./resource-fields.ts";
 
@@ -25,6 +33,7 @@ const EXAMPLE = {
   status: "active",
   scheme: "hooklane-v1",
   description: "Billing sync",
+  headers: { "X-Team": "billing", "X-Api-Key": { secret: true } },
   scope: "account",
   account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
   disabledReason: null,
@@ -48,6 +57,7 @@ export const webhookSchema = z
     status: z.enum(WEBHOOK_STATUSES).describe("`disabled` is set by the system (410 Gone, or failing for days)."),
     scheme: z.enum(SIGNATURE_SCHEMES).describe(SCHEME),
     description: z.string().describe("Free text for people, e.g. what the endpoint is for; empty when none was given."),
+    headers: customHeadersOutput,
     scope: z
       .enum(["account", "global"])
       .describe("`account`: hears its account's events; `global` (no `account`): hears every account's events."),
@@ -127,6 +137,7 @@ export const createWebhookBody = z
     url,
     events,
     description: description.default(""),
+    headers: customHeadersInput.default({}),
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1").describe(SCHEME),
     rateLimit: rateLimit.default(null),
     heldEventMaxAge: heldEventMaxAge.default(null),
@@ -144,6 +155,9 @@ export const updateWebhookBody = z
     url,
     events,
     description,
+    headers: customHeadersInput.describe(
+      `${customHeadersInput.description} Replaces the whole set; \`{"secret": true}\` keeps a stored secret's value.`,
+    ),
     scheme: z.enum(SIGNATURE_SCHEMES).describe(`${SCHEME} Takes effect from the next attempt.`),
     rateLimit,
     heldEventMaxAge,
@@ -169,6 +183,7 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     status: row.status,
     scheme: row.scheme,
     description: row.description,
+    headers: presentHeaders(row.headers),
     scope: row.account === null ? "global" : "account",
     account: row.account,
     disabledReason: row.disabledReason,
@@ -208,4 +223,21 @@ export function assertCallbackUrl(url: string, allowedHosts: readonly string[]):
       errors: [{ field: "url", message: error.message }],
     });
   }
+}
+
+/** Checks a `headers` input (for the brand signatures go under): a refusal is a 422 naming the header. */
+export function assertCustomHeaders(input: CustomHeadersInput, brand: string, stored?: StoredHeaders): void {
+  const refusal = customHeadersRefusal(input, brand, stored);
+  if (refusal) {
+    throw new ApiError(422, "Unprocessable Content", `${refusal.field}: ${refusal.message}`, { errors: [refusal] });
+  }
+}
+
+/** A body as the audit log keeps it: a secret header's value left out. */
+export function auditedBody<T extends { headers?: CustomHeadersInput | undefined }>(body: T): T {
+  if (!body.headers) return body;
+  const headers = Object.fromEntries(
+    Object.entries(body.headers).map(([name, given]) => [name, typeof given === "string" ? given : { secret: true }]),
+  );
+  return { ...body, headers } as T;
 }

@@ -8,8 +8,11 @@ import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscri
 import { releaseOrdering } from "../../../lib/db/sql/ordering-holds.ts";
 import { skipHeldDispatches } from "../../../lib/db/sql/skip-dispatches.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
+import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import {
   assertCallbackUrl,
+  assertCustomHeaders,
+  auditedBody,
   presentWebhook,
   updateWebhookBody,
   webhookIdParams,
@@ -39,12 +42,12 @@ export function addWebhookUpdate(router: OperationRouter): void {
         409: { description: "A listen session's webhook cannot change its status." },
         422: {
           description:
-            "Invalid input, an unsafe URL, or an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`).",
+            "Invalid input, an unsafe URL, a header a webhook cannot set, or an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`).",
         },
       },
     },
     async (c, { params, body }) => {
-      const { config, subscriptions, transport } = c.get("hooklane");
+      const { config, secrets, subscriptions, transport } = c.get("hooklane");
       const database = c.get("database");
       const principal = c.get("principal");
       const before = await findWebhook(database, principal, params.id);
@@ -56,6 +59,8 @@ export function addWebhookUpdate(router: OperationRouter): void {
         );
       }
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
+      if (body.headers !== undefined) assertCustomHeaders(body.headers, config.brand, before.headers);
+      const headers = body.headers === undefined ? undefined : await sealHeaders(body.headers, secrets, before.headers);
       const events =
         body.events === undefined
           ? undefined
@@ -74,6 +79,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
               : { rateLimit: body.rateLimit, rateTokens: null, rateRefilledAt: null }),
             ...(events === undefined ? {} : { events }),
             ...(body.description === undefined ? {} : { description: body.description }),
+            ...(headers === undefined ? {} : { headers }),
             ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
             ...(body.heldEventMaxAge === undefined ? {} : { heldEventMaxAge: body.heldEventMaxAge }),
             ...(body.ordering === undefined ? {} : { ordering: body.ordering }),
@@ -101,7 +107,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
           action: "webhook.updated",
           target: updated.id,
           account: updated.account,
-          detail: held > 0 ? { ...body, skipped: held } : body,
+          detail: held > 0 ? { ...auditedBody(body), skipped: held } : auditedBody(body),
         });
         return { row: updated, skipped: held };
       });

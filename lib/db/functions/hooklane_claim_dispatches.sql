@@ -204,8 +204,8 @@ BEGIN
     -- Read under its keys: the webhook as it is (no other claim spends its rate tokens or sends its probe meanwhile),
     -- and what the other workers have in flight there, as the claims that held these keys before left it. One whose
     -- URL or owner changed since the walk read it is left for the next claim: its keys are not the ones held.
-    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.secret_sealed,
-      wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
+    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.headers,
+      wh.secret_sealed, wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
       wh.rate_refilled_at, wh.breaker_open_until, wh.ordering, wh.ordering_hold_max,
       coalesce(sum((b.by_webhook ->> v_hook)::integer), 0) AS others_webhook,
       coalesce(sum((b.by_origin ->> v_origin)::integer), 0) AS others_origin,
@@ -314,6 +314,7 @@ BEGIN
       -- Per webhook: what its attempts need of it, once, and its leased rows.
       SELECT json_build_object(
           'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
+            'headers', nullif(w.headers, '{}'::jsonb),
             'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
             'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
           'rows', json_agg(json_build_object(
@@ -342,6 +343,7 @@ BEGIN
       -- Per webhook: what its attempts need of it, once, and its leased rows.
       SELECT json_build_object(
           'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
+            'headers', nullif(w.headers, '{}'::jsonb),
             'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
             'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
           'rows', json_agg(json_build_object(

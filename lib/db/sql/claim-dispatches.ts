@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { Database } from "../client.ts";
+import type { StoredHeaders } from "../../webhook/outbound/webhook-custom-headers.ts";
 import type { SignatureScheme, TestMode } from "../schema.ts";
 
 /** A dispatch leased to one worker, with what its attempt needs from the webhook. */
@@ -17,6 +18,8 @@ export interface ClaimedDispatch {
   /** Scheme, host and port of `url`. */
   origin: string;
   scheme: SignatureScheme;
+  /** The webhook's own headers (null or absent: none). */
+  headers?: StoredHeaders | null;
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
@@ -96,7 +99,10 @@ export async function claimDispatches(database: Database, options: ClaimOptions)
 /** A claim as the claim statement returns it, in JSON: per webhook taken from, the webhook once and its rows. */
 export interface RawClaim {
   groups: Array<{
-    webhook: Pick<ClaimedRow, "url" | "origin" | "scheme" | "secretSealed" | "previousSecretSealed" | "probe"> & {
+    webhook: Pick<
+      ClaimedRow,
+      "url" | "origin" | "scheme" | "headers" | "secretSealed" | "previousSecretSealed" | "probe"
+    > & {
       id: string;
       previousSecretExpiresAt: string | null;
     };

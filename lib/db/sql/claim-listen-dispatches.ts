@@ -28,7 +28,8 @@ export async function claimListenDispatches(
     wait_ms: number | string | null;
   }>(sql`
     with session as (
-      select w.id, w.url, w.origin, w.scheme, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at
+      select w.id, w.url, w.origin, w.scheme, w.headers, w.secret_sealed, w.previous_secret_sealed,
+        w.previous_secret_expires_at
       from webhook w
       where w.id = ${webhookId} and w.status = 'listening' and w.expires_at > now()
     ),
@@ -54,7 +55,8 @@ export async function claimListenDispatches(
         select jsonb_agg(jsonb_build_object(
           'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'webhookId', d.webhook_id,
           'account', d.account, 'payload', d.payload, 'attempt', d.attempt_count + 1, 'run', d.run, 'url', s.url,
-          'origin', s.origin, 'scheme', s.scheme, 'secretSealed', s.secret_sealed,
+          'origin', s.origin, 'scheme', s.scheme, 'headers', nullif(s.headers, '{}'::jsonb),
+          'secretSealed', s.secret_sealed,
           'previousSecretSealed', s.previous_secret_sealed,
           'previousSecretExpiresAt', s.previous_secret_expires_at, 'probe', false, 'testMode', d.test_mode)
           order by l.next_attempt_at)

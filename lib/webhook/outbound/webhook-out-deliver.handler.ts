@@ -3,6 +3,7 @@ import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
 import { TEST_EVENT_TYPE, type SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import { callbackUrlRefusal } from "./webhook-callback-url.ts";
+import { openHeaders } from "./webhook-custom-headers.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
 import { decideRetry } from "./webhook-retry-policy.ts";
@@ -82,7 +83,8 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
  * one; Content-Type, User-Agent, event id and attempt headers. A test event's
  * mode changes only this: `late` backdates the timestamp, `bad-signature`
  * signs with a throwaway secret, `duplicate` asks for the same request twice;
- * the manifest names the mode. Throws when a secret does not unseal.
+ * the manifest names the mode. The webhook's own headers go on every request.
+ * Throws when a secret (or a secret header) does not unseal.
  */
 export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, at: Date): Promise<SignedAttempt> {
   const mode = dispatch.testMode;
@@ -96,7 +98,13 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
     secrets: mode === "bad-signature" ? [generateWebhookSecret()] : await webhookSecrets(deps, dispatch, at),
     timestamp: mode === "late" ? now - LATE_TEST_EVENT_SECONDS : now,
   });
-  const headers = { "content-type": "application/json", "user-agent": USER_AGENT, ...signed.headers };
+  // The webhook's own headers first: none of them may be one of these (customHeadersRefusal).
+  const headers = {
+    ...(await openHeaders(dispatch.headers, deps.secrets)),
+    "content-type": "application/json",
+    "user-agent": USER_AGENT,
+    ...signed.headers,
+  };
   return {
     requests: mode === "duplicate" ? [headers, headers] : [headers],
     manifest: mode ? { ...signed.manifest, mode } : signed.manifest,

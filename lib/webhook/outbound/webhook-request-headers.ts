@@ -8,7 +8,9 @@ export const REDACTED = "[redacted]";
  * The headers one attempt was sent with, rebuilt from what the ledger keeps
  * (the event id, the attempt number and the signature's manifest), with every
  * signature value redacted: the log shows what was signed and how, never a
- * value someone could replay. Mirrors `signatureHeaders` and `signAttempt`.
+ * value someone could replay. Mirrors `signatureHeaders` and `signAttempt`,
+ * but for the webhook's own headers: the ledger does not keep those per
+ * attempt (a secret one must not be), so the log does not show them.
  */
 export function attemptRequestHeaders(input: {
   brand: string;
