@@ -230,8 +230,11 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       const SECRET_VALUE = "Bearer hdr-secret-7f3a9c1e5b";
       const logs = capturedLogs();
       let failures = 2;
+      // A gateway that says which key it refused: what it echoes back is recorded without the secret.
       const receiver = await startReceiver((post) =>
-        post.path === "/headers" && failures-- > 0 ? { status: 503 } : {},
+        post.path === "/headers" && failures-- > 0
+          ? { status: 503, body: `refused key ${String(post.headers["authorization"])}` }
+          : {},
       );
       const harness = await startHarness(factory, { driver, logger: logs.logger });
       open.push(harness, receiver);
@@ -268,6 +271,19 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(next!.headers["x-team"]).toBe("ops");
       expect(next!.headers["authorization"]).toBe(SECRET_VALUE);
 
+      // The secret again, with a new value, and the URL to another origin: it must be given again to follow it.
+      const moved = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+        account: "acc_alice",
+        body: { url: `${receiver.url.replace("127.0.0.1", "localhost")}/headers` },
+      });
+      expect(moved.status, moved.text).toBe(422);
+      expect(moved.text).toContain("Authorization");
+      const rekeyed = await harness.call("PATCH", `/v3/webhooks/${hook.id}`, {
+        account: "acc_alice",
+        body: { headers: { "X-Team": "ops", Authorization: { value: `${SECRET_VALUE}-2`, secret: true } } },
+      });
+      expect(rekeyed.status, rekeyed.text).toBe(200);
+
       // Refused: names the delivery owns, values that could start another header, too many, a secret to keep that
       // was never stored. Each 422 names the header.
       const refused = {
@@ -300,11 +316,17 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(unknownSecret.text).toContain("X-Api-Key");
 
       // Nowhere after creation: not in the webhook, the list, the audit log or the delivery log, nor any log line.
+      const [first] = await dispatchesOf(harness, hook.id);
       const answers = await Promise.all(
-        [`/v3/webhooks/${hook.id}`, "/v3/webhooks", `/v3/webhooks/${hook.id}/dispatches`].map((path) =>
-          harness.call("GET", path, { account: "acc_alice" }),
-        ),
+        [
+          `/v3/webhooks/${hook.id}`,
+          "/v3/webhooks",
+          `/v3/webhooks/${hook.id}/dispatches`,
+          `/v3/webhook-dispatches/${first!.id}`,
+        ].map((path) => harness.call("GET", path, { account: "acc_alice" })),
       );
+      // The gateway's answer is there, the key it echoed is not.
+      expect(answers[3]!.text).toContain("refused key [redacted]");
       const audit = await harness.call("GET", "/v3/audit-log", { account: "acc_alice" });
       for (const answer of [...answers, audit]) {
         expect(answer.status, answer.text).toBe(200);

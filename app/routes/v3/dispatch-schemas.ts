@@ -196,7 +196,9 @@ export const attemptSchema = z
       .describe("What was signed, never with what."),
     requestHeaders: z
       .record(z.string(), z.string())
-      .describe("The headers the attempt was sent with; every signature value reads `[redacted]`."),
+      .describe(
+        "The delivery's own headers the attempt was sent with (the webhook's `headers` are not kept per attempt); every signature value reads `[redacted]`.",
+      ),
     nextAttempt: timestamp
       .nullable()
       .describe("When the next attempt was due, as set when this one was recorded; null when no retry was scheduled."),

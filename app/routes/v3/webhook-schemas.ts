@@ -241,3 +241,23 @@ export function auditedBody<T extends { headers?: CustomHeadersInput | undefined
   );
   return { ...body, headers } as T;
 }
+
+/**
+ * A secret header goes only where it was given for: a new URL on another origin takes the secret headers' values
+ * again (in `headers`, with the URL), or the update is a 422 naming them.
+ */
+export function assertSecretsFollowUrl(
+  before: { url: string; headers: StoredHeaders },
+  body: { url?: string | undefined; headers?: CustomHeadersInput | undefined },
+): void {
+  if (body.url === undefined || URL.parse(body.url)?.origin === URL.parse(before.url)?.origin) return;
+  const kept = Object.keys(before.headers).filter((name) => {
+    if (!("sealed" in before.headers[name]!)) return false;
+    if (body.headers === undefined) return true;
+    const given = Object.entries(body.headers).find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1];
+    return typeof given === "object" && given.value === undefined;
+  });
+  if (kept.length === 0) return;
+  const message = `a new origin takes the secret headers' values again (${kept.join(", ")}): give them in \`headers\` with the URL`;
+  throw new ApiError(422, "Unprocessable Content", `url: ${message}`, { errors: [{ field: "url", message }] });
+}

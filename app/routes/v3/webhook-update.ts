@@ -12,6 +12,7 @@ import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-header
 import {
   assertCallbackUrl,
   assertCustomHeaders,
+  assertSecretsFollowUrl,
   auditedBody,
   presentWebhook,
   updateWebhookBody,
@@ -60,6 +61,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
       }
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
       if (body.headers !== undefined) assertCustomHeaders(body.headers, config.brand, before.headers);
+      assertSecretsFollowUrl(before, body);
       const headers = body.headers === undefined ? undefined : await sealHeaders(body.headers, secrets, before.headers);
       const events =
         body.events === undefined

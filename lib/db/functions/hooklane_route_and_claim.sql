@@ -10,7 +10,8 @@
 -- Steps:
 --   1. Up to p_route_limit due route jobs no live lease holds, from the route shards no other step holds: a job's
 --      shard is its event's account hashed into 16 (an event without one: the shard of ''), so two steps at once
---      route different accounts and never wait for each other's numbering rows (webhook_sequence). Shards are
+--      route different accounts and do not wait for each other's numbering rows (webhook_sequence), but for a
+--      global webhook's, which every shard shares, or the looked-up owner's of a message naming none. Shards are
 --      tried from a random one on, each oldest job first, until the batch is full: an account's events are routed
 --      in the order they were published, and one account's backlog does not queue the others behind all of it. A
 --      message in the shape the route message's schema accepts, of a type with a rule in p_rules, is routed here;

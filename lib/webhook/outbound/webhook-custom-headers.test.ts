@@ -13,13 +13,27 @@ const sealer = createSecretSealer(randomBytes(32).toString("base64url"));
 
 describe("a webhook's own headers", () => {
   it("refuses the names a delivery owns, without regard to case, under the deployment's brand", () => {
-    for (const name of ["HOST", "content-length", "Transfer-Encoding", "user-agent", "Traceparent", "Webhook-Id"]) {
+    for (const name of [
+      "HOST",
+      "content-length",
+      "Transfer-Encoding",
+      "user-agent",
+      "Traceparent",
+      "Webhook-Id",
+      "Forwarded",
+      "X-Forwarded-For",
+      "Via",
+    ]) {
       expect(customHeadersRefusal({ [name]: "x" }, "Acme"), name).toMatchObject({ field: `headers.${name}` });
     }
     expect(customHeadersRefusal({ "Acme-Signature": "x" }, "Acme")).toMatchObject({ field: "headers.Acme-Signature" });
     // Another brand's prefix is only a name.
     expect(customHeadersRefusal({ "Hooklane-Team": "x" }, "Acme")).toBeNull();
     expect(customHeadersRefusal({ "X-A": "1", "x-a": "2" }, "Acme")).toMatchObject({ message: "x-a is given twice" });
+    expect(customHeadersRefusal({ "X-A": "a".repeat(4_096), "X-B": "b".repeat(4_096) }, "Acme")).toEqual({
+      field: "headers",
+      message: "at most 8192 bytes of names and values (8198 given)",
+    });
     expect(customHeadersRefusal(Object.fromEntries([...Array(21).keys()].map((i) => [`X-${i}`, "v"])), "Acme")).toEqual(
       { field: "headers", message: "at most 20 headers (21 given)" },
     );
@@ -44,8 +58,14 @@ describe("a webhook's own headers", () => {
     expect(presentHeaders(stored)).toEqual({ "X-Team": "billing", Authorization: { secret: true } });
     expect(customHeadersRefusal({ Authorization: { secret: true } }, "Acme", stored)).toBeNull();
     expect(customHeadersRefusal({ Other: { secret: true } }, "Acme", stored)).toMatchObject({ field: "headers.Other" });
-    const kept = await sealHeaders({ "X-Team": "ops", Authorization: { secret: true } }, sealer, stored);
-    expect(await openHeaders(kept, sealer)).toEqual({ "X-Team": "ops", Authorization: "Bearer s3" });
-    expect(await openHeaders(null, sealer)).toEqual({});
+    // Kept under another case of its name too.
+    expect(customHeadersRefusal({ authorization: { secret: true } }, "Acme", stored)).toBeNull();
+    const kept = await sealHeaders({ "X-Team": "ops", authorization: { secret: true } }, sealer, stored);
+    expect(await openHeaders(kept, sealer, "Acme")).toEqual({ "X-Team": "ops", authorization: "Bearer s3" });
+    expect(await openHeaders(null, sealer, "Acme")).toEqual({});
+    // A name the brand of the day refuses is not sent, whatever was stored.
+    expect(await openHeaders({ "Acme-Signature": { value: "forged" }, "X-A": { value: "1" } }, sealer, "Acme")).toEqual(
+      { "X-A": "1" },
+    );
   });
 });

@@ -8,8 +8,9 @@ import type { SecretSealer } from "./webhook-secret-seal.ts";
  * others are stored and shown as they are. Nothing signs them.
  */
 
-/** At most this many per webhook. */
+/** At most this many per webhook, and this many bytes of names and values together (receivers cap a request's). */
 export const MAX_CUSTOM_HEADERS = 20;
+export const MAX_CUSTOM_HEADER_BYTES = 8_192;
 
 /** Names the request itself, the connection or a proxy own, and what a signature or trace is carried in. */
 const REFUSED_NAMES = new Set([
@@ -19,6 +20,9 @@ const REFUSED_NAMES = new Set([
   "proxy-connection",
   "proxy-authorization",
   "proxy-authenticate",
+  "forwarded",
+  "via",
+  "max-forwards",
   "transfer-encoding",
   "te",
   "trailer",
@@ -50,7 +54,7 @@ const headerValue = z
   .regex(/^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/, "a header value is visible ASCII, inner spaces allowed");
 
 const HEADERS =
-  'Headers sent on every attempt, by name: a value as it is, or `{"value": "…", "secret": true}` for one kept encrypted and never shown again (answers show `{"secret": true}`). At most 20; not `Host`, `Content-*`, hop-by-hop, proxy, `User-Agent`, trace or signature headers (`webhook-*`, `<Brand>-*`). Nothing signs them.';
+  'Headers sent on every attempt, by name: a value as it is, or `{"value": "…", "secret": true}` for one kept encrypted and never shown again (answers show `{"secret": true}`). At most 20 and 8,192 bytes; not `Host`, `Content-*`, hop-by-hop, proxy (`Forwarded`, `Via`, `X-Forwarded-*`, …), `User-Agent`, trace or signature headers (`webhook-*`, `<Brand>-*`). Nothing signs them.';
 
 /** `headers` in a create or an update body. In an update, `{"secret": true}` keeps that secret's stored value. */
 export const customHeadersInput = z
@@ -78,6 +82,7 @@ export function headerNameRefusal(name: string, brand: string): string | null {
   const lower = name.toLowerCase();
   if (REFUSED_NAMES.has(lower)) return `${name} is set by the request itself`;
   if (lower.startsWith("content-")) return `${name}: the body's headers are the delivery's own`;
+  if (lower.startsWith("x-forwarded-")) return `${name} is a proxy's to set`;
   if (lower.startsWith("webhook-") || lower.startsWith(`${brand.toLowerCase()}-`)) {
     return `${name}: signature and event headers are the delivery's own`;
   }
@@ -94,6 +99,16 @@ export function customHeadersRefusal(
   if (names.length > MAX_CUSTOM_HEADERS) {
     return { field: "headers", message: `at most ${MAX_CUSTOM_HEADERS} headers (${names.length} given)` };
   }
+  const bytes = names.reduce((sum, name) => {
+    const given = input[name]!;
+    return sum + name.length + (typeof given === "string" ? given.length : (given.value?.length ?? 0));
+  }, 0);
+  if (bytes > MAX_CUSTOM_HEADER_BYTES) {
+    return {
+      field: "headers",
+      message: `at most ${MAX_CUSTOM_HEADER_BYTES} bytes of names and values (${bytes} given)`,
+    };
+  }
   const seen = new Set<string>();
   for (const name of names) {
     const refusal = headerNameRefusal(name, brand);
@@ -101,7 +116,7 @@ export function customHeadersRefusal(
     if (seen.has(name.toLowerCase())) return { field: `headers.${name}`, message: `${name} is given twice` };
     seen.add(name.toLowerCase());
     const given = input[name]!;
-    if (typeof given === "object" && given.value === undefined && !("sealed" in (stored[name] ?? {}))) {
+    if (typeof given === "object" && given.value === undefined && !("sealed" in (storedNamed(stored, name) ?? {}))) {
       return { field: `headers.${name}`, message: `${name} has no stored secret to keep: give its value` };
     }
   }
@@ -118,8 +133,25 @@ export async function sealHeaders(
   for (const [name, given] of Object.entries(input)) {
     if (typeof given === "string") out[name] = { value: given };
     else if (given.value !== undefined) out[name] = { sealed: await sealer.seal(given.value) };
-    else out[name] = stored[name]!;
+    else out[name] = storedNamed(stored, name)!;
   }
+  return out;
+}
+
+/** `name`'s stored header, its case aside. */
+function storedNamed(stored: StoredHeaders, name: string): StoredHeader | undefined {
+  const lower = name.toLowerCase();
+  return Object.entries(stored).find(([storedName]) => storedName.toLowerCase() === lower)?.[1];
+}
+
+/** The values of `stored`'s secret headers, opened: what a subscriber's answer must not be recorded with. */
+export async function secretHeaderValues(
+  stored: StoredHeaders | null | undefined,
+  sealer: SecretSealer,
+): Promise<string[]> {
+  const out: string[] = [];
+  for (const header of Object.values(stored ?? {}))
+    if ("sealed" in header) out.push(await sealer.unseal(header.sealed));
   return out;
 }
 
@@ -130,13 +162,18 @@ export function presentHeaders(stored: StoredHeaders): z.output<typeof customHea
   );
 }
 
-/** The headers to send, secrets unsealed. Throws when one does not unseal. */
+/**
+ * The headers to send, secrets unsealed, but for a name refused now (the brand may have changed since it was
+ * stored). Throws when one does not unseal.
+ */
 export async function openHeaders(
   stored: StoredHeaders | null | undefined,
   sealer: SecretSealer,
+  brand: string,
 ): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const [name, header] of Object.entries(stored ?? {})) {
+    if (headerNameRefusal(name, brand) !== null) continue;
     out[name] = "value" in header ? header.value : await sealer.unseal(header.sealed);
   }
   return out;

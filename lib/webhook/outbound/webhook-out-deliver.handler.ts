@@ -3,7 +3,8 @@ import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
 import { TEST_EVENT_TYPE, type SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import { callbackUrlRefusal } from "./webhook-callback-url.ts";
-import { openHeaders } from "./webhook-custom-headers.ts";
+import { openHeaders, secretHeaderValues } from "./webhook-custom-headers.ts";
+import { REDACTED } from "./webhook-request-headers.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
 import { decideRetry } from "./webhook-retry-policy.ts";
@@ -67,7 +68,10 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
   const startedAt = new Date();
   const signed = await signAttempt(deps, dispatch, startedAt);
   const outcome = deps.outboundEnabled
-    ? await send(deps, dispatch, signed.requests)
+    ? withoutSecrets(
+        await send(deps, dispatch, signed.requests),
+        await secretHeaderValues(dispatch.headers, deps.secrets),
+      )
     : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
   return attemptResult(deps, dispatch, {
     startedAt,
@@ -100,7 +104,7 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
   });
   // The webhook's own headers first: none of them may be one of these (customHeadersRefusal).
   const headers = {
-    ...(await openHeaders(dispatch.headers, deps.secrets)),
+    ...(await openHeaders(dispatch.headers, deps.secrets, deps.brand)),
     "content-type": "application/json",
     "user-agent": USER_AGENT,
     ...signed.headers,
@@ -205,6 +209,17 @@ async function send(
   const refusal = callbackUrlRefusal(dispatch.url, { allowedHosts: deps.allowedHosts });
   if (refusal !== null) return blocked(refusal);
   return postSigned(deps.sender, dispatch.url, requests, dispatch.payload);
+}
+
+/** An outcome as the ledger may keep it: a secret header's value the subscriber echoed back, redacted. */
+function withoutSecrets(outcome: DeliveryOutcome, secrets: readonly string[]): DeliveryOutcome {
+  if (secrets.length === 0) return outcome;
+  const redact = (text: string) => secrets.reduce((out, secret) => out.replaceAll(secret, REDACTED), text);
+  return {
+    ...outcome,
+    responseExcerpt: outcome.responseExcerpt === null ? null : redact(outcome.responseExcerpt),
+    ...("message" in outcome ? { message: redact(outcome.message) } : {}),
+  } as DeliveryOutcome;
 }
 
 function blocked(message: string): DeliveryOutcome {
