@@ -6,6 +6,7 @@ import {
   customHeadersInput,
   customHeadersOutput,
   customHeadersRefusal,
+  headerNamed,
   presentHeaders,
   type CustomHeadersInput,
   type StoredHeaders,
@@ -254,7 +255,7 @@ export function assertSecretsFollowUrl(
   const kept = Object.keys(before.headers).filter((name) => {
     if (!("sealed" in before.headers[name]!)) return false;
     if (body.headers === undefined) return true;
-    const given = Object.entries(body.headers).find(([n]) => n.toLowerCase() === name.toLowerCase())?.[1];
+    const given = headerNamed(body.headers, name);
     return typeof given === "object" && given.value === undefined;
   });
   if (kept.length === 0) return;

@@ -61,11 +61,14 @@ describe("a webhook's own headers", () => {
     // Kept under another case of its name too.
     expect(customHeadersRefusal({ authorization: { secret: true } }, "Acme", stored)).toBeNull();
     const kept = await sealHeaders({ "X-Team": "ops", authorization: { secret: true } }, sealer, stored);
-    expect(await openHeaders(kept, sealer, "Acme")).toEqual({ "X-Team": "ops", authorization: "Bearer s3" });
-    expect(await openHeaders(null, sealer, "Acme")).toEqual({});
+    expect(await openHeaders(kept, sealer, "Acme")).toEqual({
+      headers: { "X-Team": "ops", authorization: "Bearer s3" },
+      secrets: ["Bearer s3"],
+    });
+    expect(await openHeaders(null, sealer, "Acme")).toEqual({ headers: {}, secrets: [] });
     // A name the brand of the day refuses is not sent, whatever was stored.
-    expect(await openHeaders({ "Acme-Signature": { value: "forged" }, "X-A": { value: "1" } }, sealer, "Acme")).toEqual(
-      { "X-A": "1" },
-    );
+    expect(
+      (await openHeaders({ "Acme-Signature": { value: "forged" }, "X-A": { value: "1" } }, sealer, "Acme")).headers,
+    ).toEqual({ "X-A": "1" });
   });
 });

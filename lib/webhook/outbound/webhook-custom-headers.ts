@@ -116,7 +116,7 @@ export function customHeadersRefusal(
     if (seen.has(name.toLowerCase())) return { field: `headers.${name}`, message: `${name} is given twice` };
     seen.add(name.toLowerCase());
     const given = input[name]!;
-    if (typeof given === "object" && given.value === undefined && !("sealed" in (storedNamed(stored, name) ?? {}))) {
+    if (typeof given === "object" && given.value === undefined && !("sealed" in (headerNamed(stored, name) ?? {}))) {
       return { field: `headers.${name}`, message: `${name} has no stored secret to keep: give its value` };
     }
   }
@@ -133,26 +133,15 @@ export async function sealHeaders(
   for (const [name, given] of Object.entries(input)) {
     if (typeof given === "string") out[name] = { value: given };
     else if (given.value !== undefined) out[name] = { sealed: await sealer.seal(given.value) };
-    else out[name] = storedNamed(stored, name)!;
+    else out[name] = headerNamed(stored, name)!;
   }
   return out;
 }
 
-/** `name`'s stored header, its case aside. */
-function storedNamed(stored: StoredHeaders, name: string): StoredHeader | undefined {
+/** `name`'s entry in a set of headers, its case aside. */
+export function headerNamed<T>(headers: Readonly<Record<string, T>>, name: string): T | undefined {
   const lower = name.toLowerCase();
-  return Object.entries(stored).find(([storedName]) => storedName.toLowerCase() === lower)?.[1];
-}
-
-/** The values of `stored`'s secret headers, opened: what a subscriber's answer must not be recorded with. */
-export async function secretHeaderValues(
-  stored: StoredHeaders | null | undefined,
-  sealer: SecretSealer,
-): Promise<string[]> {
-  const out: string[] = [];
-  for (const header of Object.values(stored ?? {}))
-    if ("sealed" in header) out.push(await sealer.unseal(header.sealed));
-  return out;
+  return Object.entries(headers).find(([given]) => given.toLowerCase() === lower)?.[1];
 }
 
 /** A webhook's headers as answers show them: each secret as `{"secret": true}`. */
@@ -164,17 +153,20 @@ export function presentHeaders(stored: StoredHeaders): z.output<typeof customHea
 
 /**
  * The headers to send, secrets unsealed, but for a name refused now (the brand may have changed since it was
- * stored). Throws when one does not unseal.
+ * stored); and the secret values among them, which what a subscriber answers must not be recorded with. Throws when
+ * one does not unseal.
  */
 export async function openHeaders(
   stored: StoredHeaders | null | undefined,
   sealer: SecretSealer,
   brand: string,
-): Promise<Record<string, string>> {
-  const out: Record<string, string> = {};
+): Promise<{ headers: Record<string, string>; secrets: string[] }> {
+  const headers: Record<string, string> = {};
+  const secrets: string[] = [];
   for (const [name, header] of Object.entries(stored ?? {})) {
     if (headerNameRefusal(name, brand) !== null) continue;
-    out[name] = "value" in header ? header.value : await sealer.unseal(header.sealed);
+    if ("value" in header) headers[name] = header.value;
+    else secrets.push((headers[name] = await sealer.unseal(header.sealed)));
   }
-  return out;
+  return { headers, secrets };
 }

@@ -3,7 +3,7 @@ import type { AttemptRecord } from "../../db/sql/record-attempts.ts";
 import { TEST_EVENT_TYPE, type SignatureManifest } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import { callbackUrlRefusal } from "./webhook-callback-url.ts";
-import { openHeaders, secretHeaderValues } from "./webhook-custom-headers.ts";
+import { openHeaders } from "./webhook-custom-headers.ts";
 import { REDACTED } from "./webhook-request-headers.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
@@ -44,6 +44,8 @@ export interface AttemptResult extends AttemptRecord {
 export interface SignedAttempt {
   requests: Array<Record<string, string>>;
   manifest: SignatureManifest;
+  /** The webhook's secret header values the requests carry: redacted from what the subscriber answers. */
+  secretHeaders: string[];
 }
 
 /** The dispatch an attempt was made for, as far as its result is concerned. */
@@ -68,10 +70,7 @@ export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispat
   const startedAt = new Date();
   const signed = await signAttempt(deps, dispatch, startedAt);
   const outcome = deps.outboundEnabled
-    ? withoutSecrets(
-        await send(deps, dispatch, signed.requests),
-        await secretHeaderValues(dispatch.headers, deps.secrets),
-      )
+    ? withoutSecrets(await send(deps, dispatch, signed.requests), signed.secretHeaders)
     : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
   return attemptResult(deps, dispatch, {
     startedAt,
@@ -103,8 +102,9 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
     timestamp: mode === "late" ? now - LATE_TEST_EVENT_SECONDS : now,
   });
   // The webhook's own headers first: none of them may be one of these (customHeadersRefusal).
+  const own = await openHeaders(dispatch.headers, deps.secrets, deps.brand);
   const headers = {
-    ...(await openHeaders(dispatch.headers, deps.secrets, deps.brand)),
+    ...own.headers,
     "content-type": "application/json",
     "user-agent": USER_AGENT,
     ...signed.headers,
@@ -112,6 +112,7 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
   return {
     requests: mode === "duplicate" ? [headers, headers] : [headers],
     manifest: mode ? { ...signed.manifest, mode } : signed.manifest,
+    secretHeaders: own.secrets,
   };
 }
 
