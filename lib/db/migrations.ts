@@ -106,53 +106,87 @@ export function concurrentIndex(statement: string): ConcurrentIndex | undefined 
   };
 }
 
+/** The session advisory lock a migrator holds while it builds concurrent indexes: one builder at a time. */
+export const INDEX_BUILD_LOCK = 7_207_315;
+
 /** How long a migrator waits for another one's concurrent index builds, at most, and how often it looks. */
 const OTHER_BUILDS_WAIT_MS = 600_000;
 const OTHER_BUILDS_LOOK_MS = 100;
 
+/** One server connection of a pool (node-postgres and Neon's driver share this surface). */
+interface PooledClient {
+  query<T>(text: string, values?: unknown[]): Promise<{ rows: T[] }>;
+  release(destroy?: boolean): void;
+}
+
 /**
  * Builds every concurrent index of the applied migrations that is missing,
- * and builds again one a failed or killed build left invalid. One build at a
- * time across migrators: two concurrent builds of partial indexes wait for
- * each other's transactions, and PostgreSQL ends one as a deadlock. So a
- * migrator waits while another builds any of these indexes (the one it
- * builds is then there and valid), and one that still meets another's build
- * and is ended as the deadlock's victim looks again and tries once more. An
- * index that is there and valid costs one catalogue read.
+ * and builds again one a failed or killed build left invalid. When all are
+ * there and valid this costs one catalogue read. Otherwise the builds run
+ * on one connection holding a session advisory lock (`INDEX_BUILD_LOCK`),
+ * taken by polling `pg_try_advisory_lock`, so migrators build one after the
+ * other: two builds at once wait for each other's transactions and one is
+ * ended as a deadlock, and two migrators meeting one invalid index would
+ * both drop it. A migrator that gets the lock after another finds its
+ * indexes valid and builds nothing. The lock is released when the builds
+ * end, or with the connection if the process dies; a waiter never blocks
+ * inside a statement (a concurrent build waits for every statement older
+ * than its snapshot, and would wait for a blocked one forever).
  */
 export async function ensureConcurrentIndexes(
   database: Database,
   migrations = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER }),
 ): Promise<void> {
   const indexes = migrations.flatMap((m) => m.sql.map(concurrentIndex).filter((i) => i !== undefined));
-  const names = `{${indexes.map((index) => index.name).join(",")}}`;
-  const deadline = Date.now() + OTHER_BUILDS_WAIT_MS;
-  for (const index of indexes) {
-    for (let deadlocks = 0; ;) {
-      const [state] = await database.rows<{ exists: boolean; valid: boolean; building: boolean }>(sql`
-        select i.indisvalid is not null as exists, coalesce(i.indisvalid, false) as valid,
-          exists (
-            select 1 from pg_stat_progress_create_index p join pg_class b on b.oid = p.index_relid
-            where b.relname = any (${names}::text[]) and b.relnamespace = 'public'::regnamespace
-          ) as building
-        from (select 1) one
-          left join pg_class c on c.relname = ${index.name} and c.relnamespace = 'public'::regnamespace
-          left join pg_index i on i.indexrelid = c.oid
-      `);
-      if (state!.valid) break;
-      if (state!.building && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS));
-        continue;
-      }
-      try {
-        if (state!.exists) await database.rows(sql.raw(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`));
-        await database.rows(sql.raw(index.concurrent));
-        break;
-      } catch (error) {
-        if (errorFacts(error).code !== "40P01" || ++deadlocks > 5) throw error;
-        await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS * (1 + Math.random() * 4)));
-      }
+  const valid = sql`
+    select c.relname as name from pg_class c join pg_index i on i.indexrelid = c.oid
+    where c.relnamespace = 'public'::regnamespace and i.indisvalid and c.relname = any (${`{${indexes.map((i) => i.name).join(",")}}`}::text[])
+  `;
+  const built = new Set((await database.rows<{ name: string }>(valid)).map((row) => row.name));
+  if (indexes.every((index) => built.has(index.name))) return;
+
+  const pool = (database.db as unknown as { $client: { connect(): Promise<PooledClient> } }).$client;
+  const client = await pool.connect();
+  // Failures read like drizzle's: the statement, and the driver's error as the cause.
+  const run = async <T>(text: string, values?: unknown[]): Promise<T[]> => {
+    try {
+      return (await client.query<T>(text, values)).rows;
+    } catch (error) {
+      throw new Error(`Failed query: ${text}`, { cause: error });
     }
+  };
+  let clean = false;
+  try {
+    const deadline = Date.now() + OTHER_BUILDS_WAIT_MS;
+    const held = async () =>
+      (await run<{ held: boolean }>("select pg_try_advisory_lock($1) as held", [INDEX_BUILD_LOCK]))[0]!.held;
+    while (!(await held())) {
+      if (Date.now() >= deadline) {
+        throw new Error(
+          `another migrator has held the index build lock (${INDEX_BUILD_LOCK}) for ${OTHER_BUILDS_WAIT_MS / 1000} s; ` +
+            "see pg_stat_progress_create_index for the build under way",
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, OTHER_BUILDS_LOOK_MS));
+    }
+    try {
+      for (const index of indexes) {
+        const [state] = await run<{ valid: boolean }>(
+          `select i.indisvalid as valid from pg_class c join pg_index i on i.indexrelid = c.oid
+           where c.relname = $1 and c.relnamespace = 'public'::regnamespace`,
+          [index.name],
+        );
+        if (state?.valid) continue;
+        if (state) await run(`DROP INDEX CONCURRENTLY IF EXISTS "${index.name}"`);
+        await run(index.concurrent);
+      }
+    } finally {
+      await run("select pg_advisory_unlock($1)", [INDEX_BUILD_LOCK]);
+    }
+    clean = true;
+  } finally {
+    // A connection that failed may still hold the lock: closed, not pooled again.
+    client.release(!clean);
   }
 }
 
