@@ -4,6 +4,7 @@ import {
   bigserial,
   boolean,
   check,
+  customType,
   doublePrecision,
   index,
   integer,
@@ -19,6 +20,9 @@ import {
 } from "drizzle-orm/pg-core";
 import type { ExampleBody, OwnerStrategy } from "../webhook/catalogue/catalogue-entry.ts";
 import type { StoredHeaders } from "../webhook/outbound/webhook-custom-headers.ts";
+
+/** An SQL/JSON path (`jsonb @@ jsonpath`), kept parsed: a webhook filter's compiled form. */
+const jsonpath = customType<{ data: string }>({ dataType: () => "jsonpath" });
 
 const createdAt = () => timestamp("created_at", { withTimezone: true, mode: "date" }).notNull().defaultNow();
 const prefixedId = (prefix: string) =>
@@ -150,6 +154,12 @@ export const webhook = pgTable(
     description: text("description").notNull().default(""),
     /** Headers sent on every attempt, by name: plain values as they are, secret ones sealed like the secret. */
     headers: jsonb("headers").$type<StoredHeaders>().notNull().default({}),
+    /**
+     * Which events it gets, over their catalogue attributes (`currency in ["EUR"]`), as given; null: all it
+     * subscribes to. `filter_path` is the same filter compiled to an SQL/JSON path, which routing evaluates.
+     */
+    filter: text("filter"),
+    filterPath: jsonpath("filter_path"),
     /** The signing secret, encrypted (compact JWE); never stored in clear. */
     secretSealed: text("secret_sealed").notNull(),
     /** The previous secret during a rotation; signs as the second v1 until it expires. */
@@ -275,6 +285,8 @@ export const webhookDispatch = pgTable(
     lastError: text("last_error"),
     /** A `webhook.test` event's test mode; null: sent as every event is. */
     testMode: text("test_mode").$type<TestMode>(),
+    /** The event's catalogue attributes as published (what filters read, and a filter's preview); null: none. */
+    attributes: jsonb("attributes").$type<Record<string, string | null>>(),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),

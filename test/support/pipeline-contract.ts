@@ -339,6 +339,142 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(JSON.stringify(stored!.headers)).not.toContain("hdr-secret");
     });
 
+    it("routes to a filtered webhook only the events whose attributes match, numbering only those", async () => {
+      const { harness, receiver } = await setUp();
+      await harness.accounts("acc_alice");
+      const debtEvents = ["payment-debt.created", "payment-debt.updated"];
+      const refused = async (body: Record<string, unknown>, field: string) => {
+        const response = await harness.call("POST", "/v3/webhooks", {
+          account: "acc_alice",
+          body: { url: `${receiver.url}/refused`, ...body },
+        });
+        expect(response.status, response.text).toBe(422);
+        expect(response.body.errors[0].field).toBe("filter");
+        expect(response.body.detail).toContain(field);
+        return response.body.detail as string;
+      };
+      expect(await refused({ events: debtEvents, filter: 'currency in ["EUR"' }, "position 19")).toContain('"]"');
+      expect(await refused({ events: debtEvents, filter: 'currency == "EUR" plan' }, "position 19")).toBeTruthy();
+      // An attribute some type it hears does not declare: named with the type.
+      await refused(
+        { events: debtEvents, filter: 'plan == "pro"' },
+        '"plan" is not an attribute of payment-debt.created',
+      );
+      await refused({ events: ["*"], filter: 'currency == "EUR"' }, "account.");
+
+      const eur = await subscribe(
+        harness,
+        receiver,
+        "/eur",
+        { account: "acc_alice" },
+        {
+          events: debtEvents,
+          filter: 'currency in ["EUR"]',
+        },
+      );
+      const paid = await subscribe(
+        harness,
+        receiver,
+        "/paid",
+        { account: "acc_alice" },
+        {
+          events: ["payment-debt.updated"],
+          filter: 'status == "paid" and not currency == "GBP"',
+        },
+      );
+      const all = await subscribe(harness, receiver, "/all", { account: "acc_alice" }, { events: debtEvents });
+      expect((await harness.call("GET", `/v3/webhooks/${eur.id}`, { account: "acc_alice" })).body.filter).toBe(
+        'currency in ["EUR"]',
+      );
+      // New events held to the filter kept: subscription.created declares no currency.
+      const widened = await harness.call("PATCH", `/v3/webhooks/${eur.id}`, {
+        account: "acc_alice",
+        body: { events: [...debtEvents, "subscription.created"] },
+      });
+      expect(widened.status, widened.text).toBe(422);
+      expect(widened.body.detail).toContain("subscription.created");
+
+      const currencies = ["EUR", "USD", "GBP", "EUR", "USD", "GBP", "EUR", "EUR", "USD"];
+      const debts: Array<{ id: string; currency: string }> = [];
+      for (const currency of currencies) {
+        const response = await harness.call("POST", "/v3/payment-debts", {
+          account: "acc_alice",
+          body: { amount: "1.00", currency },
+        });
+        expect(response.status, response.text).toBe(201);
+        debts.push(response.body);
+      }
+      // Paid: one EUR, one USD, one GBP (the GBP one is filtered out of /paid by its `not`).
+      for (const debt of [debts[0]!, debts[1]!, debts[2]!]) {
+        const response = await harness.call("PATCH", `/v3/payment-debts/${debt.id}`, {
+          account: "acc_alice",
+          body: { status: "paid" },
+        });
+        expect(response.status, response.text).toBe(200);
+      }
+      await harness.settled();
+      await receiver.waitFor(4 + 1 + 2 + 9 + 3);
+      const seen = (path: string) =>
+        receiver.posts
+          .filter((post) => post.path === path)
+          .map((post) => JSON.parse(post.body) as { type: string; sequence: number; data: { id: string } })
+          .sort((a, b) => a.sequence - b.sequence);
+      const eurIds = new Set(debts.filter((debt) => debt.currency === "EUR").map((debt) => debt.id));
+      const eurSeen = seen("/eur");
+      expect(eurSeen.map((event) => event.type).sort()).toEqual([
+        ...Array(4).fill("payment-debt.created"),
+        "payment-debt.updated",
+      ]);
+      expect(eurSeen.every((event) => eurIds.has(event.data.id))).toBe(true);
+      // A filtered-out event takes no number: the filtered stream has no gaps.
+      expect(eurSeen.map((event) => event.sequence)).toEqual([1, 2, 3, 4, 5]);
+      expect(
+        seen("/paid")
+          .map((event) => event.data.id)
+          .sort(),
+      ).toEqual([debts[0]!.id, debts[1]!.id].sort());
+      expect(seen("/all")).toHaveLength(12);
+      expect(await dispatchesOf(harness, eur.id)).toHaveLength(5);
+      expect(await dispatchesOf(harness, paid.id)).toHaveLength(2);
+      expect(await dispatchesOf(harness, all.id)).toHaveLength(12);
+
+      // Previewed over what the delivery log holds: 9 debts opened and 3 paid, each counted once.
+      const preview = async (filter: string) =>
+        harness.call("POST", "/v3/webhooks/filter-preview", {
+          account: "acc_alice",
+          body: { events: debtEvents, filter },
+        });
+      expect((await preview('currency in ["EUR"]')).body).toEqual({
+        object: "webhook-filter-preview",
+        matched: 5,
+        of: 12,
+      });
+      expect((await preview('status == "paid"')).body).toMatchObject({ matched: 3, of: 12 });
+      const unparsed = await preview('status == "paid" or');
+      expect(unparsed.status, unparsed.text).toBe(422);
+      expect(unparsed.body.detail).toContain("position 20");
+
+      // The filter removed: every event again.
+      const cleared = await harness.call("PATCH", `/v3/webhooks/${eur.id}`, {
+        account: "acc_alice",
+        body: { filter: null },
+      });
+      expect(cleared.status, cleared.text).toBe(200);
+      expect(cleared.body.filter).toBeNull();
+      const usd = await harness.call("POST", "/v3/payment-debts", {
+        account: "acc_alice",
+        body: { amount: "2.00", currency: "USD" },
+      });
+      expect(usd.status, usd.text).toBe(201);
+      await harness.settled();
+      const late = await eventually(
+        async () => seen("/eur").filter((event) => event.data.id === usd.body.id),
+        (events) => events.length === 1,
+        { timeoutMs: 10_000 },
+      );
+      expect(late[0]!.sequence).toBe(6);
+    });
+
     it("signs with two v1 values during a rotation, each verifiable by the stripe SDK", async () => {
       const { harness, receiver } = await setUp();
       await harness.accounts("acc_alice");

@@ -11,6 +11,7 @@ import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-header
 import {
   assertCallbackUrl,
   assertCustomHeaders,
+  compileFilter,
   createWebhookBody,
   presentWebhook,
   webhookWithSecretSchema,
@@ -33,7 +34,7 @@ export function addWebhookCreate(router: OperationRouter): void {
         403: { description: "Only admins create global webhooks." },
         422: {
           description:
-            "Invalid input, an unsafe URL, a header a webhook cannot set, an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`), or a token whose account does not exist (`account`).",
+            "Invalid input, an unsafe URL, a header a webhook cannot set, a filter that does not parse (naming the position) or names an attribute an event type does not declare, an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`), or a token whose account does not exist (`account`).",
         },
       },
       answerHoldsSecret: true,
@@ -49,7 +50,9 @@ export function addWebhookCreate(router: OperationRouter): void {
       assertCustomHeaders(body.headers, config.brand);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
-      const events = await assertSubscribableEvents(database, body.events, owner === null ? "global" : "account");
+      const audience = owner === null ? "global" : "account";
+      const events = await assertSubscribableEvents(database, body.events, audience);
+      const filter = compileFilter(body.filter, events, audience);
       const secret = generateWebhookSecret();
       const secretSealed = await secrets.seal(secret);
       const headers = await sealHeaders(body.headers, secrets);
@@ -63,6 +66,7 @@ export function addWebhookCreate(router: OperationRouter): void {
             scheme: body.scheme,
             description: body.description,
             headers,
+            ...filter,
             rateLimit: body.rateLimit,
             heldEventMaxAge: body.heldEventMaxAge,
             ordering: body.ordering,
@@ -75,7 +79,11 @@ export function addWebhookCreate(router: OperationRouter): void {
           action: "webhook.created",
           target: created!.id,
           account: owner,
-          detail: { url: body.url, events: created!.events },
+          detail: {
+            url: body.url,
+            events: created!.events,
+            ...(filter.filter === null ? {} : { filter: filter.filter }),
+          },
         });
         return created!;
       });

@@ -29,6 +29,7 @@ describe("GET /v3/webhook-event-types", () => {
           description: entry.description,
           resource: entry.resource,
           ownerKind: entry.owner.kind,
+          attributes: entry.attributes?.columns ?? [],
           example: { ...entry.example, object: "event", sequence: 1 },
           since: entry.since,
           deprecated: false,

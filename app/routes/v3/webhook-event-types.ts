@@ -4,6 +4,7 @@ import { listOf, listPage, pageQuery, unknownCursor } from "../../../lib/api/lis
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { iso, timestamp } from "../../../lib/api/timestamps.ts";
 import { exampleAsDelivered } from "../../../lib/webhook/catalogue/catalogue-entry.ts";
+import { catalogueByInternal } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
 import { webhookEventType, type WebhookEventType } from "../../../lib/db/schema.ts";
 import { eventBodySchema } from "./dispatch-schemas.ts";
 
@@ -16,6 +17,11 @@ export const eventTypeSchema = z
     ownerKind: z
       .enum(["self", "direct", "via", "none"])
       .describe("How its account is found; `none`: no account owns it, so only global webhooks hear it."),
+    attributes: z
+      .array(z.string())
+      .describe(
+        "What a webhook's `filter` may read of these events: attributes of the resource, read when the event is published. Never in the body.",
+      ),
     example: eventBodySchema.describe("A body as subscribers receive it."),
     since: z.iso.date().describe("The catalogue date it was introduced."),
     deprecated: z
@@ -35,6 +41,7 @@ export const eventTypeSchema = z
         description: "A payment debt was opened for an account.",
         resource: "payment-debt",
         ownerKind: "direct",
+        attributes: ["currency", "status"],
         example: (eventBodySchema.meta()!.examples as unknown[])[0],
         since: "2026-12-01",
         deprecated: false,
@@ -52,6 +59,8 @@ export function presentEventType(row: WebhookEventType): z.output<typeof eventTy
     description: row.description,
     resource: row.resource,
     ownerKind: row.ownerKind,
+    // This release's catalogue: what its publisher captures.
+    attributes: catalogueByInternal(row.internal)?.attributes?.columns ?? [],
     example: exampleAsDelivered(row.example) as z.output<typeof eventBodySchema>,
     since: row.since,
     deprecated: row.deprecated,

@@ -13,6 +13,15 @@ import {
 } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import { SIGNATURE_SCHEMES, WEBHOOK_ORDERINGS, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
 import { changesSomething, idParams } from "./resource-fields.ts";
+import { CATALOGUE, catalogueByInternal } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
+import { hears, type WebhookAudience } from "../../../lib/webhook/catalogue/subscribable-events.ts";
+import {
+  FILTER_MAX_LENGTH,
+  FilterSyntaxError,
+  filterPath,
+  parseFilter,
+  undeclaredAttribute,
+} from "../../../lib/webhook/outbound/webhook-filter.ts";
 
 export const webhookIdParams = idParams("The webhook's id (`wh_…`).");
 
@@ -22,6 +31,10 @@ const ORDERING =
   "`resource`: events about the same resource (the body's `data.object` and `data.id`) are delivered one at a time, in `sequence` order, while events about other resources go on in parallel; `none`: every event goes as soon as it can (retries may overtake). Caps, rate limits, the breaker and pauses apply as ever.";
 const ORDERING_HOLD_MAX =
   'Seconds (60 to 7 days; 3600 unless set). With `resource` ordering, how long an event that keeps failing holds back the later events of its resource, from its first failure. Once that has passed, or once it is exhausted, the next event goes, its body naming the events it overtook (`"ordering":{"skipped":[…]}`).';
+
+/** What `filter` means, wherever it is read or set. */
+export const FILTER =
+  'Which of its events the webhook gets, by the attributes the catalogue declares for them (`GET /v3/webhook-event-types` lists each type\'s `attributes`), read when the event was published; null: every event it subscribes to. An expression: `name == "value"`, `name != "value"`, `name in ["a", "b"]`, `exists(name)`, combined with `and`, `or`, `not` and parentheses (`not` binds tightest, then `and`, then `or`). Values are JSON strings compared exactly, as text; an attribute an event lacks or holds as null equals no value. Every attribute named must be declared by every event type the webhook hears. An event the filter does not match gets no dispatch: it is not in the delivery log and takes no `sequence` number. Example: `currency in ["EUR", "USD"] and not status == "void"`.';
 
 const SCHEME =
   "How deliveries are signed: `hooklane-v1` (a `Hooklane-Signature: t=…,v1=…` header, as Stripe signs) or `standard-webhooks` (`webhook-id`, `webhook-timestamp` and `webhook-signature`, per the Standard Webhooks specification).";
@@ -35,6 +48,7 @@ const EXAMPLE = {
   scheme: "hooklane-v1",
   description: "Billing sync",
   headers: { "X-Team": "billing", "X-Api-Key": { secret: true } },
+  filter: 'currency in ["EUR", "USD"]',
   scope: "account",
   account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
   disabledReason: null,
@@ -59,6 +73,7 @@ export const webhookSchema = z
     scheme: z.enum(SIGNATURE_SCHEMES).describe(SCHEME),
     description: z.string().describe("Free text for people, e.g. what the endpoint is for; empty when none was given."),
     headers: customHeadersOutput,
+    filter: z.string().nullable().describe(FILTER),
     scope: z
       .enum(["account", "global"])
       .describe("`account`: hears its account's events; `global` (no `account`): hears every account's events."),
@@ -111,6 +126,7 @@ export const webhookWithSecretSchema = webhookSchema
 const url = z.string().min(1).max(2_048).describe("https: (plain http: only for allowlisted hosts).");
 const events = z.array(z.string().min(1).max(200)).min(1).max(200).describe('Event types, or `["*"]` for all.');
 const description = z.string().max(500).describe("Free text for people, e.g. what the endpoint is for.");
+const filter = z.string().min(1).max(FILTER_MAX_LENGTH).nullable().describe(FILTER);
 const heldEventMaxAge = z
   .number()
   .int()
@@ -139,6 +155,7 @@ export const createWebhookBody = z
     events,
     description: description.default(""),
     headers: customHeadersInput.default({}),
+    filter: filter.default(null),
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1").describe(SCHEME),
     rateLimit: rateLimit.default(null),
     heldEventMaxAge: heldEventMaxAge.default(null),
@@ -159,6 +176,7 @@ export const updateWebhookBody = z
     headers: customHeadersInput.describe(
       `${customHeadersInput.description} Replaces the whole set; \`{"secret": true}\` keeps a stored secret's value.`,
     ),
+    filter: filter.describe(`${FILTER} Applies to events routed from then on.`),
     scheme: z.enum(SIGNATURE_SCHEMES).describe(`${SCHEME} Takes effect from the next attempt.`),
     rateLimit,
     heldEventMaxAge,
@@ -185,6 +203,7 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     scheme: row.scheme,
     description: row.description,
     headers: presentHeaders(row.headers),
+    filter: row.filter,
     scope: row.account === null ? "global" : "account",
     account: row.account,
     disabledReason: row.disabledReason,
@@ -261,4 +280,33 @@ export function assertSecretsFollowUrl(
   if (kept.length === 0) return;
   const message = `a new origin takes the secret headers' values again (${kept.join(", ")}): give them in \`headers\` with the URL`;
   throw new ApiError(422, "Unprocessable Content", `url: ${message}`, { errors: [{ field: "url", message }] });
+}
+
+/**
+ * Checks a filter against the event types a webhook hears (`*`: every type
+ * its audience can hear) and compiles it; a filter that does not parse is a
+ * 422 naming the position, one naming an attribute a type does not declare a
+ * 422 naming both. Null stays null.
+ */
+export function compileFilter(
+  given: string | null,
+  events: readonly string[],
+  audience: WebhookAudience,
+): { filter: string | null; filterPath: string | null } {
+  if (given === null) return { filter: null, filterPath: null };
+  const refuse = (message: string) =>
+    new ApiError(422, "Unprocessable Content", `filter: ${message}`, { errors: [{ field: "filter", message }] });
+  let parsed;
+  try {
+    parsed = parseFilter(given);
+  } catch (error) {
+    if (error instanceof FilterSyntaxError) throw refuse(error.message);
+    throw error;
+  }
+  const entries = events.includes("*")
+    ? CATALOGUE.filter((entry) => !entry.deprecated && hears(audience, entry.owner.kind))
+    : events.flatMap((name) => catalogueByInternal(name) ?? []);
+  const undeclared = undeclaredAttribute(parsed, entries);
+  if (undeclared) throw refuse(undeclared);
+  return { filter: given, filterPath: filterPath(parsed) };
 }

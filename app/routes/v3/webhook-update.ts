@@ -14,6 +14,7 @@ import {
   assertCustomHeaders,
   assertSecretsFollowUrl,
   auditedBody,
+  compileFilter,
   presentWebhook,
   updateWebhookBody,
   webhookIdParams,
@@ -43,7 +44,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
         409: { description: "A listen session's webhook cannot change its status." },
         422: {
           description:
-            "Invalid input, an unsafe URL, a header a webhook cannot set, or an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`).",
+            "Invalid input, an unsafe URL, a header a webhook cannot set, a filter that does not parse (naming the position) or names an attribute an event type does not declare (checked against the new events too), or an event type this webhook's scope never hears (an account webhook cannot subscribe to events no account owns, `ownerKind: none`).",
         },
       },
     },
@@ -63,10 +64,14 @@ export function addWebhookUpdate(router: OperationRouter): void {
       if (body.headers !== undefined) assertCustomHeaders(body.headers, config.brand, before.headers);
       assertSecretsFollowUrl(before, body);
       const headers = body.headers === undefined ? undefined : await sealHeaders(body.headers, secrets, before.headers);
+      const audience = before.account === null ? "global" : "account";
       const events =
-        body.events === undefined
+        body.events === undefined ? undefined : await assertSubscribableEvents(database, body.events, audience);
+      // New events are held to the filter kept, a new filter to the events kept.
+      const filter =
+        body.filter === undefined && events === undefined
           ? undefined
-          : await assertSubscribableEvents(database, body.events, before.account === null ? "global" : "account");
+          : compileFilter(body.filter === undefined ? before.filter : body.filter, events ?? before.events, audience);
       const statusChanges = body.status !== undefined && body.status !== before.status;
       const { row, skipped } = await database.transaction(async (tx) => {
         const [updated] = await tx.db
@@ -82,6 +87,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
             ...(events === undefined ? {} : { events }),
             ...(body.description === undefined ? {} : { description: body.description }),
             ...(headers === undefined ? {} : { headers }),
+            ...(body.filter === undefined ? {} : filter),
             ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
             ...(body.heldEventMaxAge === undefined ? {} : { heldEventMaxAge: body.heldEventMaxAge }),
             ...(body.ordering === undefined ? {} : { ordering: body.ordering }),

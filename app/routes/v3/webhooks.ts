@@ -13,6 +13,7 @@ import { addPortalSessionList } from "./portal-session-list.ts";
 import { addPortalSessionRevoke } from "./portal-session-revoke.ts";
 import { addWebhookCreate } from "./webhook-create.ts";
 import { addWebhookDelete } from "./webhook-delete.ts";
+import { addWebhookFilterPreview } from "./webhook-filter-preview.ts";
 import { addWebhookDispatchLog } from "./webhook-dispatch-log.ts";
 import { addWebhookDispatchRetry } from "./webhook-dispatch-retry.ts";
 import { addWebhookDispatchSearch } from "./webhook-dispatch-search.ts";
@@ -60,6 +61,7 @@ export const isControlPlanePath = under(CONTROL_PLANE_PREFIXES);
 export function addWebhookRoutes(router: OperationRouter): void {
   for (const add of [
     addWebhookCreate,
+    addWebhookFilterPreview,
     addWebhookRead,
     addWebhookUpdate,
     addWebhookDelete,

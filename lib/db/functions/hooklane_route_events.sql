@@ -12,15 +12,17 @@
 --      message without one, the owner of its resource now (hooklane_event_owner). Its thin body, built here as
 --      JSON.stringify builds it (buildEventBody's bytes, which a test holds it to), in two halves around `sequence`.
 --   2. Each event's webhooks: global ones always, an account's only for its own events; paused and disabled
---      ones too (their events are kept); none for a type that is deprecated or was never synced. An event named
---      twice in the batch counts once per webhook, for its first message.
+--      ones too (their events are kept); none for a type that is deprecated or was never synced; a webhook with a
+--      filter only when the event's attributes (`attributes` of the message, read at publish) match its
+--      `filter_path` (a message without attributes matches as one whose attributes are all absent). An event
+--      named twice in the batch counts once per webhook, for its first message.
 --   3. The pairs with no dispatch yet: a redelivered message inserts nothing and takes no number.
 --   4. Each webhook's next numbers, taken from its webhook_sequence row by one upsert whose RETURNING holds the
 --      value after any routing that committed while this one waited for the row: the pairs are numbered per
 --      webhook in batch order up to it, never twice and never skipping one. Only when the same event is routed
 --      twice at the same moment does the later insert meet the earlier one's key: it fails, numbers and all, and
 --      its message is routed again later, finding the dispatch made.
---   5. One pending dispatch per pair, its number in its body, and its open row, due now; for a webhook with
+--   5. One pending dispatch per pair, its number in its body, the event's attributes, and its open row, due now; for a webhook with
 --      `resource` ordering the open row also carries the resource (`<object>:<id>`) and the sequence, which the
 --      claim orders by (hooklane_held_in_order). Each dispatch is written once, in the state it is delivered from.
 --   6. A listen session that got one is told on channel hooklane_listen (payload: its webhook id, once per
@@ -42,6 +44,7 @@ BEGIN
   -- 1, 2. The batch's pairs.
   WITH e AS MATERIALIZED (
     SELECT x.ord, x.message ->> 'eventId' AS event_id, x.message ->> 'type' AS type, x.account,
+      x.message -> 'attributes' AS attributes,
       (x.rule ->> 'object') || ':' || (x.message ->> 'resourceId') AS resource_key,
       -- JSON.stringify's bytes: keys in this order, no spaces; to_json escapes text as it does.
       '{"id":' || to_json(x.message ->> 'eventId')::text
@@ -66,11 +69,13 @@ BEGIN
   -- Each event's webhooks, found through their indexes before anything else is computed over them.
   pairs AS MATERIALIZED (
     SELECT DISTINCT ON (e.event_id, w.id) e.ord, w.id AS webhook_id, e.event_id, e.type, e.account, e.head, e.tail,
+      e.attributes,
       w.status = 'listening' AS listening, CASE WHEN w.ordering = 'resource' THEN e.resource_key END AS order_key
     FROM e JOIN webhook w
       ON (w.events @> ARRAY[e.type]::text[] OR w.events @> ARRAY['*']::text[])
       AND (w.account IS NULL OR w.account = e.account)
     WHERE w.deleted_at IS NULL
+      AND (w.filter_path IS NULL OR coalesce(coalesce(e.attributes, '{}') @@ w.filter_path, false))
       AND EXISTS (SELECT 1 FROM webhook_event_type t WHERE t.internal = e.type AND NOT t.deprecated)
     ORDER BY e.event_id, w.id, e.ord
   ),
@@ -99,9 +104,10 @@ BEGIN
   ),
   -- 5. The dispatches and their open rows.
   inserted AS (
-    INSERT INTO webhook_dispatch (id, event_id, event_type, webhook_id, account, sequence, payload, next_attempt_at)
+    INSERT INTO webhook_dispatch (
+      id, event_id, event_type, webhook_id, account, sequence, payload, attributes, next_attempt_at)
     SELECT n.id, n.event_id, n.type, n.webhook_id, n.account, n.sequence,
-      n.head || ',"sequence":' || n.sequence || n.tail, now()
+      n.head || ',"sequence":' || n.sequence || n.tail, nullif(n.attributes, 'null'), now()
     FROM numbered n
     ORDER BY n.ord, n.webhook_id
   ),

@@ -17,6 +17,8 @@ export interface RoutedEvent {
   livemode: boolean;
   /** The owner read when the event was published (null: none); absent, it is looked up now. */
   account?: string | null | undefined;
+  /** The attributes read when the event was published (null: the row was gone), for webhook filters. */
+  attributes?: Record<string, string | null> | null | undefined;
 }
 
 /**
@@ -25,12 +27,13 @@ export interface RoutedEvent {
  * publisher read (`event.account`), or resolves the one that owns its
  * resource now per `rule.owner`, builds the thin body, and inserts one
  * pending dispatch (and its open row) per webhook that hears `event.type`
- * for that account: global webhooks always, account webhooks only for their
- * own account. Paused and disabled webhooks get their rows too (delivered on
- * re-enable). A deprecated type (or one never synced) gets none, even from a
- * publisher whose subscribed set is up to 30 s old. Idempotent per event x
- * webhook: a redelivered route message inserts nothing and returns only the
- * ids it created.
+ * for that account (global webhooks always, account webhooks only for their
+ * own account) and whose filter the event's `attributes` match. Paused and
+ * disabled webhooks get their rows too (delivered on re-enable). A
+ * deprecated type (or one never synced) gets none, even from a publisher
+ * whose subscribed set is up to 30 s old. Idempotent per event x webhook: a
+ * redelivered route message inserts nothing and returns only the ids it
+ * created.
  */
 export async function insertDispatches(database: Database, event: RoutedEvent, rule: RouteRule): Promise<string[]> {
   const message = {
@@ -40,6 +43,7 @@ export async function insertDispatches(database: Database, event: RoutedEvent, r
     occurredAt: event.occurredAt,
     livemode: event.livemode,
     ...(event.account === undefined ? {} : { account: event.account }),
+    ...(event.attributes === undefined ? {} : { attributes: event.attributes }),
   };
   const [row] = await database.rows<{ ids: string }>(sql`
     select array_to_json(ids)::text as ids

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { fillPlaceholders, inArray, sql, type Query, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
-import type { OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
+import type { CatalogueEntry, OwnerStrategy } from "../../webhook/catalogue/catalogue-entry.ts";
 import type { Database } from "../client.ts";
 import { webhookRouteJob } from "../schema.ts";
 
@@ -13,36 +13,51 @@ export const ROUTE_WAKE_CHANNEL = "hooklane_route";
  * `wake` is false (the Vercel outbox: nobody listens, and a NOTIFY serialises
  * commits). A job with `notBeforeMs` is left alone by consumers until then.
  * With `owner` (a catalogue owner strategy) the statement reads the
- * resource's owner and stores it in the message as `account`. Returns the
- * job's id and that account.
+ * resource's owner and stores it in the message as `account`; with
+ * `attributes` (the catalogue's), it reads them from the resource's row and
+ * stores them as `attributes`, for webhook filters. Returns the job's id,
+ * that account and, given `attributes`, what was read of them.
  */
 export async function enqueueRouteJob(
   database: Database,
   message: unknown,
-  options: { notBeforeMs?: number; owner?: OwnerStrategy; wake?: boolean } = {},
-): Promise<{ id: number; account: string | null }> {
+  options: { notBeforeMs?: number; owner?: OwnerStrategy; attributes?: EventAttributes; wake?: boolean } = {},
+): Promise<{ id: number; account: string | null; attributes?: Record<string, string | null> | null }> {
   const stored = routeMessageValues(message);
-  const [row] = await database.rows<{ id: number | string; account: string | null }>(sql`
+  const [row] = await database.rows<{
+    id: number | string;
+    account: string | null;
+    attributes: Record<string, string | null> | null;
+  }>(sql`
     with job as (
       insert into webhook_route_job (message, run_at)
       select stored.message, now() + ${options.notBeforeMs ?? 0} * interval '1 millisecond'
-      from (${storedRouteMessage(stored.message, options.owner, stored.resourceId)}) stored
-      returning id, message ->> 'account' as account
+      from (${storedRouteMessage(stored.message, options.owner, options.attributes, stored.resourceId)}) stored
+      returning id, message ->> 'account' as account, message -> 'attributes' as attributes
     )
-    select id, account${options.wake === false ? sql`` : sql`, pg_notify(${ROUTE_WAKE_CHANNEL}, '')`} from job
+    select id, account, attributes${options.wake === false ? sql`` : sql`, pg_notify(${ROUTE_WAKE_CHANNEL}, '')`} from job
   `);
-  return { id: Number(row!.id), account: row!.account };
+  return {
+    id: Number(row!.id),
+    account: row!.account,
+    ...(options.attributes === undefined ? {} : { attributes: row!.attributes }),
+  };
 }
 
 /**
  * The statement that enqueues a route message, for `Database.beforeCommit`
  * (the publisher's, which needs nothing back), with the name its SQL is
  * prepared under (one per owner strategy); wake the workers with
- * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it. `owner` as for `enqueueRouteJob`.
- * The SQL is built once per owner strategy: a request only fills in its values.
+ * `notifyAtCommit(ROUTE_WAKE_CHANNEL)` beside it. `owner` and `attributes` as
+ * for `enqueueRouteJob`. The SQL is built once per catalogue entry: a request
+ * only fills in its values.
  */
-export function routeJobInsert(message: unknown, owner?: OwnerStrategy): { query: Query; name: string } {
-  const insert = compiledInsert(owner);
+export function routeJobInsert(
+  message: unknown,
+  owner?: OwnerStrategy,
+  attributes?: EventAttributes,
+): { query: Query; name: string } {
+  const insert = compiledInsert(owner, attributes);
   return {
     query: { sql: insert.sql, params: fillPlaceholders(insert.params, routeMessageValues(message)) },
     name: insert.name,
@@ -64,18 +79,25 @@ interface CompiledInsert extends Query {
 const dialect = new PgDialect();
 /** Compiled on first use, not at start-up (only the publisher needs it). */
 let unownedInsert: CompiledInsert | undefined;
-/** Catalogue entries are built once, so their owner strategies are the same objects on every request. */
-const ownedInserts = new WeakMap<OwnerStrategy, CompiledInsert>();
+/**
+ * Catalogue entries are built once, so their owner strategies and attributes are the same objects on every
+ * request: by owner, then by attributes (`NO_ATTRIBUTES` for none).
+ */
+const ownedInserts = new WeakMap<OwnerStrategy, WeakMap<object, CompiledInsert>>();
+const NO_ATTRIBUTES = {};
 
-function compiledInsert(owner: OwnerStrategy | undefined): CompiledInsert {
-  if (owner === undefined) return (unownedInsert ??= compileInsert(undefined));
-  let insert = ownedInserts.get(owner);
-  if (insert === undefined) ownedInserts.set(owner, (insert = compileInsert(owner)));
+function compiledInsert(owner: OwnerStrategy | undefined, attributes: EventAttributes | undefined): CompiledInsert {
+  if (owner === undefined && attributes === undefined) return (unownedInsert ??= compileInsert(undefined, undefined));
+  if (owner === undefined) return compileInsert(undefined, attributes);
+  let byAttributes = ownedInserts.get(owner);
+  if (byAttributes === undefined) ownedInserts.set(owner, (byAttributes = new WeakMap()));
+  let insert = byAttributes.get(attributes ?? NO_ATTRIBUTES);
+  if (insert === undefined) byAttributes.set(attributes ?? NO_ATTRIBUTES, (insert = compileInsert(owner, attributes)));
   return insert;
 }
 
-function compileInsert(owner: OwnerStrategy | undefined): CompiledInsert {
-  const stored = storedRouteMessage(sql.placeholder("message"), owner, sql.placeholder("resourceId"));
+function compileInsert(owner: OwnerStrategy | undefined, attributes: EventAttributes | undefined): CompiledInsert {
+  const stored = storedRouteMessage(sql.placeholder("message"), owner, attributes, sql.placeholder("resourceId"));
   const query = dialect.sqlToQuery(
     sql`insert into webhook_route_job (message) select stored.message from (${stored}) stored`,
   );
@@ -90,12 +112,31 @@ function compileInsert(owner: OwnerStrategy | undefined): CompiledInsert {
  * the owner it had. The lookup is planned with the statement (a subquery on
  * the catalogue's table and column, quoted as identifiers); routing looks
  * the owner up itself only for a message without `account`
- * (`hooklane_event_owner`).
+ * (`hooklane_event_owner`). Given attributes, `attributes` is the row's
+ * columns as text (null when the row is gone), read the same way.
  */
-function storedRouteMessage(messageJson: unknown, owner: OwnerStrategy | undefined, resourceId: unknown): SQL {
+function storedRouteMessage(
+  messageJson: unknown,
+  owner: OwnerStrategy | undefined,
+  attributes: EventAttributes | undefined,
+  resourceId: unknown,
+): SQL {
   const given = sql`${messageJson}::jsonb`;
-  if (owner === undefined) return sql`select ${given} as message`;
-  return sql`select ${given} || jsonb_build_object('account', ${ownerOf(owner, resourceId)}) as message`;
+  const added = [
+    ...(owner === undefined ? [] : [sql`'account', ${ownerOf(owner, resourceId)}`]),
+    ...(attributes === undefined ? [] : [sql`'attributes', ${attributesOf(attributes, resourceId)}`]),
+  ];
+  if (added.length === 0) return sql`select ${given} as message`;
+  return sql`select ${given} || jsonb_build_object(${sql.join(added, sql`, `)}) as message`;
+}
+
+/** What a catalogue entry captures for filters: columns of its resource's row. */
+export type EventAttributes = NonNullable<CatalogueEntry["attributes"]>;
+
+/** The resource's attributes as an SQL jsonb expression: `{"column": "value as text", …}`, or null when there is no row. */
+function attributesOf(attributes: EventAttributes, resourceId: unknown): SQL {
+  const pairs = attributes.columns.map((column) => sql`${column}::text, t.${sql.identifier(column)}::text`);
+  return sql`(select jsonb_build_object(${sql.join(pairs, sql`, `)}) from ${sql.identifier(attributes.table)} t where t.id = ${resourceId})`;
 }
 
 /** The account that owns `resourceId` under `owner`, as an SQL text expression (null when there is none). */

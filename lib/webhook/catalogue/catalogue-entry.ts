@@ -59,6 +59,12 @@ export const catalogueEntrySchema = z.object({
   idFrom: z.object({ source: z.enum(["param", "body"]), name: z.string().min(1) }),
   owner: ownerStrategySchema,
   description: z.string().min(10),
+  /**
+   * What a webhook's filter may read of this event: columns of the
+   * resource's row (`table`, by `id`), captured as text when the event is
+   * published, in the mutation's transaction. Never sent in the body.
+   */
+  attributes: z.strictObject({ table: identifier, columns: z.array(identifier).min(1).max(10) }).optional(),
   example: exampleBodySchema,
   /** The day the event was first emitted, shown to subscribers. */
   since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "must be a YYYY-MM-DD date"),

@@ -68,6 +68,19 @@ describe("readCatalogueSource", () => {
     );
   });
 
+  it("rejects attributes that name a table or column the schema does not have, or a column twice", () => {
+    const cases: Array<[(attributes: { table: string; columns: string[] }) => void, string]> = [
+      [(a) => (a.table = "payment_debts"), 'events[0].attributes.table: no table "payment_debts" in lib/db/schema.ts'],
+      [(a) => (a.columns[1] = "state"), 'events[0].attributes.columns[1]: table "payment_debt" has no column "state"'],
+      [(a) => a.columns.push("currency"), 'events[0].attributes.columns[2]: "currency" is named twice'],
+    ];
+    for (const [change, problem] of cases) {
+      const source = sourceCopy();
+      source.edit("payment-debt.json", (json) => change(json.events[0].attributes));
+      expect(() => readCatalogueSource(source.dir)).toThrow(`${source.label}/payment-debt.json: ${problem}`);
+    }
+  });
+
   it("rejects an example that the entry could not produce", () => {
     const source = sourceCopy();
     source.edit("payment-debt.json", (json) => {

@@ -52,6 +52,7 @@ export function readCatalogueDeclarations(directory: string = CATALOGUE_SOURCE_D
       checkPlacement(entry, basename(file, ".json"), at);
       checkExample(entry, at);
       checkOwner(entry.owner, at);
+      checkAttributes(entry, at);
       claim(internals, entry.internal, `${label} events[${index}]`, at("internal"));
       claim(routes, `${entry.method} ${entry.route}`, `${label} events[${index}]`, at("route"));
       declarations.push({ entry, at });
@@ -148,6 +149,20 @@ function claim(seen: Map<string, string>, key: string, where: string, at: string
   const first = seen.get(key);
   if (first) throw new Error(`${at}: "${key}" is already declared by ${first}`);
   seen.set(key, where);
+}
+
+/** Attributes are read by column at publish time, so they must name a real table's columns, once each. */
+function checkAttributes(entry: CatalogueEntry, at: (field: string) => string): void {
+  if (!entry.attributes) return;
+  const { table, columns } = entry.attributes;
+  const known = TABLE_COLUMNS.get(table);
+  if (!known) throw new Error(`${at("attributes.table")}: no table "${table}" in lib/db/schema.ts`);
+  columns.forEach((column, index) => {
+    if (!known.has(column))
+      throw new Error(`${at(`attributes.columns[${index}]`)}: table "${table}" has no column "${column}"`);
+    if (columns.indexOf(column) !== index)
+      throw new Error(`${at(`attributes.columns[${index}]`)}: "${column}" is named twice`);
+  });
 }
 
 /** `["events", 1, "owner", "table"]` -> `events[1].owner.table`. */

@@ -153,6 +153,13 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A payment debt was opened for an account.",
+    "attributes": {
+      "table": "payment_debt",
+      "columns": [
+        "currency",
+        "status"
+      ]
+    },
     "example": {
       "id": "evt_W_JxWQ3xHey2WjMbI10U",
       "type": "payment-debt.created",
@@ -209,6 +216,13 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A payment debt changed status (open, paid, uncollectible or void).",
+    "attributes": {
+      "table": "payment_debt",
+      "columns": [
+        "currency",
+        "status"
+      ]
+    },
     "example": {
       "id": "evt_Vv9Ww0Xx1Yy2Zz3Aa4Bb",
       "type": "payment-debt.updated",
@@ -238,6 +252,13 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A subscription to a plan was created for an account.",
+    "attributes": {
+      "table": "subscription",
+      "columns": [
+        "plan",
+        "status"
+      ]
+    },
     "example": {
       "id": "evt_Jj1Kk2Ll3Mm4Nn5Oo6Pp",
       "type": "subscription.created",
@@ -325,6 +346,13 @@ export const WEBHOOK_EVENT_CATALOGUE = [
       "column": "account"
     },
     "description": "A subscription's plan or status changed.",
+    "attributes": {
+      "table": "subscription",
+      "columns": [
+        "plan",
+        "status"
+      ]
+    },
     "example": {
       "id": "evt_Qq7Rr8Ss9Tt0Uu1Vv2Ww",
       "type": "subscription.updated",

@@ -18,6 +18,11 @@ export const routeMessageSchema = z.object({
    */
   account: z.string().nullable().optional().catch(undefined),
   /**
+   * The resource's attributes the catalogue declares for this event, as text, read in the mutation's transaction
+   * (null: the row was gone): what webhook filters read. Absent for an event that declares none.
+   */
+  attributes: z.record(z.string(), z.string().nullable()).nullable().optional().catch(undefined),
+  /**
    * The outbox row (`webhook_route_job`) the message was forwarded from, on transports that forward (Vercel): the
    * route stage deletes it once the event's dispatches exist. Absent where the outbox is the queue (postgres).
    */

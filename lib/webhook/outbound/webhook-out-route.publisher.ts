@@ -91,7 +91,7 @@ export function createApiEventPublisher(deps: {
           occurredAt: new Date().toISOString(),
           livemode: deps.livemode,
         };
-        return await deps.transport.enqueueRoute(tx, message, entry.owner);
+        return await deps.transport.enqueueRoute(tx, message, entry);
       } catch (error) {
         stats.failed++;
         throw error;

@@ -1,6 +1,9 @@
 import type { Database } from "../../db/client.ts";
-import type { OwnerStrategy } from "../catalogue/catalogue-entry.ts";
+import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
 import type { RouteMessage } from "../outbound/webhook-out-queue-registrations.ts";
+
+/** What publishing reads of the resource, as its catalogue entry says. */
+export type EventCapture = Pick<CatalogueEntry, "owner" | "attributes">;
 
 /** A route message written to the outbox inside a mutation's transaction. */
 export interface RouteReceipt {
@@ -19,12 +22,13 @@ export interface WebhookTransport {
    * Writes a `webhook-out-route` message into the outbox (`webhook_route_job`)
    * within `tx`, so it commits or rolls back with the mutation: now, or with
    * the COMMIT (`Database.beforeCommit`), whose failure then fails the
-   * transaction. Throws when it cannot. Given the event's `owner` strategy,
+   * transaction. Throws when it cannot. Given the event's catalogue entry,
    * the same statement reads the resource's owner into the message's
    * `account` (the receipt's message carries it when the transport needs it
-   * after the commit); without it the message is stored as it is.
+   * after the commit) and its declared attributes into `attributes`; without
+   * it the message is stored as it is.
    */
-  enqueueRoute(tx: Database, message: RouteMessage, owner?: OwnerStrategy): Promise<RouteReceipt>;
+  enqueueRoute(tx: Database, message: RouteMessage, entry?: EventCapture): Promise<RouteReceipt>;
   /**
    * Whether `enqueueRoute` writes with the COMMIT on a pipelined transaction:
    * its statement then follows every statement of the mutation, so a message

@@ -31,10 +31,10 @@ export function createPostgresTransport(database: Database): PostgresTransport {
     sent,
     routesAtCommit: true,
     wakeOtherProcesses,
-    async enqueueRoute(tx, message: RouteMessage, owner) {
+    async enqueueRoute(tx, message: RouteMessage, entry) {
       // Sent with the COMMIT (still inside the transaction, so the owner is read as the mutation left it): a failure
       // to write it fails the transaction, and nothing commits.
-      const insert = routeJobInsert(message, owner);
+      const insert = routeJobInsert(message, entry?.owner, entry?.attributes);
       await tx.beforeCommit(insert.query, insert.name);
       // Workers in other processes hear it after the commit, from this NOTIFY or one shared with other commits.
       await tx.notifyAtCommit(ROUTE_WAKE_CHANNEL);

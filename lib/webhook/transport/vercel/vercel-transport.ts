@@ -203,11 +203,20 @@ export function createVercelTransport(
       ),
     // The row is written at once: the forward after the commit needs its id.
     routesAtCommit: false,
-    async enqueueRoute(tx, message: RouteMessage, owner) {
+    async enqueueRoute(tx, message: RouteMessage, entry) {
       // Left alone by the sweep for a while: the forward after commit normally carries it first.
-      const job = await enqueueRouteJob(tx, message, { notBeforeMs: forwardGraceMs, owner, wake: false });
-      // The forward sends what the outbox holds: the owner read in the transaction travels with it.
-      return { message: owner === undefined ? message : { ...message, account: job.account }, jobId: job.id };
+      const job = await enqueueRouteJob(tx, message, {
+        notBeforeMs: forwardGraceMs,
+        owner: entry?.owner,
+        attributes: entry?.attributes,
+        wake: false,
+      });
+      // The forward sends what the outbox holds: the owner and attributes read in the transaction travel with it.
+      const read = {
+        ...(entry?.owner === undefined ? {} : { account: job.account }),
+        ...(job.attributes === undefined ? {} : { attributes: job.attributes }),
+      };
+      return { message: { ...message, ...read }, jobId: job.id };
     },
     async routeCommitted({ message, jobId }) {
       if (jobId === undefined) throw new Error("a route receipt without its outbox row");
