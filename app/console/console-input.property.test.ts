@@ -54,7 +54,7 @@ const headerText = fc.oneof(
   fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).map((unit) => String.fromCharCode(unit)), maxLength: 60 }),
 );
 
-const FIELDS = ["csrf", "token", "url", "description", "events", "scheme", "back", "hours"];
+const FIELDS = ["csrf", "token", "url", "description", "events", "filter", "scheme", "back", "hours"];
 const QUERY_KEYS = ["cursor", "notice", "status", "eventType", "since", "until", "q"];
 const COOKIES = [
   "hooklane_session",

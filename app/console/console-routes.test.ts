@@ -187,6 +187,39 @@ describe("the console", () => {
     expect(forged.status).toBe(404);
   });
 
+  it("previews a filter only on a webhook the caller may see, and answers input it cannot judge with the form", async () => {
+    const mine = await harness.call("POST", "/v3/webhooks", {
+      ...OWNER,
+      body: { url: `${receiver.url}/previewed`, events: ["payment-debt.created"] },
+    });
+    const other = await harness.call("POST", "/v3/webhooks", {
+      account: "acc_someone_else",
+      body: { url: `${receiver.url}/theirs-previewed`, events: ["payment-debt.created"] },
+    });
+    await page(`/console/webhooks/${mine.body.id}/edit`);
+    const preview = async (id: string, events: string, filter: string) => {
+      const response = await post(`/console/webhooks/${id}/edit/preview`, { url: "x", events, filter });
+      return { status: response.status, line: /id="filter-preview">([^<]*)</.exec(await response.text())?.[1] };
+    };
+    expect(await preview(other.body.id, "payment-debt.created", 'currency == "EUR"')).toEqual({
+      status: 404,
+      line: undefined,
+    });
+    expect(await preview(mine.body.id, "payment-debt.created", 'currency == "EUR"')).toEqual({
+      status: 200,
+      line: "No events of these types in the delivery log yet to preview it on.",
+    });
+    // A NUL is refused as the API would refuse it, before PostgreSQL sees it.
+    expect(await preview(mine.body.id, "payment-debt.\u0000", 'currency == "EUR"')).toEqual({
+      status: 422,
+      line: "events[0]: must not contain control characters (U+0000)",
+    });
+    expect(await preview(mine.body.id, "payment-debt.created", " ")).toEqual({
+      status: 200,
+      line: "No filter: every event it subscribes to is sent.",
+    });
+  });
+
   it("refuses a form from another site, or without its token, sign-in included: 403, and nothing runs", async () => {
     answers.set("/forged", 500);
     const hook = await harness.call("POST", "/v3/webhooks", {

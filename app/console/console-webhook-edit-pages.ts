@@ -1,5 +1,6 @@
 import { html } from "hono/html";
 import { hears } from "../../lib/webhook/catalogue/subscribable-events.ts";
+import { FILTER_MAX_LENGTH } from "../../lib/webhook/outbound/webhook-filter.ts";
 import { layout, tokenField, type PageContext } from "./console-layout.ts";
 import type { EventType, Webhook } from "./console-webhook-pages.ts";
 
@@ -8,7 +9,24 @@ export interface WebhookFormValues {
   url: string;
   description: string;
   events: string[];
+  /** As typed: empty for no filter. */
+  filter: string;
   scheme?: string | undefined;
+}
+
+/** What the Preview button found for the typed filter: its count over recent events, or why it was refused. */
+export type FilterPreviewResult = { matched: number; of: number } | { none: true } | { refused: string };
+
+/** The preview as a sentence, under the filter field. */
+function previewLine(preview: FilterPreviewResult) {
+  if ("refused" in preview) return html`<p class="warning" role="alert" id="filter-preview">${preview.refused}</p>`;
+  const text =
+    "none" in preview
+      ? "No filter: every event it subscribes to is sent."
+      : preview.of === 0
+        ? "No events of these types in the delivery log yet to preview it on."
+        : `Would have matched ${preview.matched} of the last ${preview.of} event${preview.of === 1 ? "" : "s"}.`;
+  return html`<p role="status" id="filter-preview">${text}</p>`;
 }
 
 const SCHEMES = [
@@ -27,6 +45,8 @@ export function webhookFormPage(input: {
   values?: WebhookFormValues | undefined;
   eventTypes: EventType[];
   error?: string | undefined;
+  /** Only after the edit form's Preview button. */
+  preview?: FilterPreviewResult | undefined;
   context: PageContext;
 }) {
   const w = input.webhook;
@@ -34,12 +54,14 @@ export function webhookFormPage(input: {
     url: w?.url ?? "",
     description: w?.description ?? "",
     events: w?.events ?? [],
+    filter: w?.filter ?? "",
   };
   const chosen = new Set(values.events);
   const audience = w && w.account === null ? "global" : "account";
   const offered = input.eventTypes.filter((t) => hears(audience, t.ownerKind));
   const base = input.context.base;
   const action = w ? `${base}/webhooks/${w.id}/edit` : `${base}/webhooks`;
+  const filterable = offered.filter((t) => t.attributes.length > 0);
   return layout(
     w ? "Edit webhook" : "New webhook",
     html`${input.error ? html`<p class="warning" role="alert">${input.error}</p>` : ""}
@@ -85,6 +107,31 @@ export function webhookFormPage(input: {
               : ""
           }
         </fieldset>
+        <div class="field">
+          <label for="filter">Filter</label>
+          <input
+            id="filter"
+            name="filter"
+            type="text"
+            maxlength="${FILTER_MAX_LENGTH}"
+            value="${values.filter}"
+            placeholder='currency in ["EUR", "USD"]'
+            aria-describedby="filter-hint${input.preview ? " filter-preview" : ""}"
+          />
+          <small id="filter-hint"
+            >Empty: every event it subscribes to. Otherwise only the events whose attributes match, e.g.
+            <code>currency in ["EUR", "USD"] and not status == "void"</code> (<code>==</code>, <code>!=</code>,
+            <code>in</code>, <code>exists(name)</code>, <code>and</code>, <code>or</code>, <code>not</code>); every
+            attribute named must belong to every event chosen.
+            ${
+              filterable.length
+                ? html`Attributes:
+                  ${filterable.map((t, i) => html`${i ? "; " : ""}<code>${t.id}</code>: ${t.attributes.join(", ")}`)}.`
+                : "No event type offered here declares attributes."
+            }</small
+          >
+        </div>
+        ${input.preview ? previewLine(input.preview) : ""}
         ${
           w
             ? ""
@@ -98,7 +145,13 @@ export function webhookFormPage(input: {
                 </select>
               </div>`
         }
-        <p><button>${w ? "Save changes" : "Create webhook"}</button></p>
+        <p>
+          <button>${w ? "Save changes" : "Create webhook"}</button>
+          ${
+            // Second, so that Enter in a field still saves; no URL check, so a half-typed form can still preview.
+            w ? html`<button formaction="${action}/preview" formnovalidate>Preview filter</button>` : ""
+          }
+        </p>
       </form>`,
     { signedIn: true, ...input.context },
   );

@@ -203,6 +203,8 @@ export function webhookPage(input: {
         </dd>
         <dt>Headers</dt>
         <dd>${headerList(w.headers)}</dd>
+        <dt>Filter</dt>
+        <dd>${w.filter === null ? "none — every event it subscribes to" : html`<code>${w.filter}</code>`}</dd>
         <dt>Description</dt>
         <dd>${w.description || "—"}</dd>
       </dl>

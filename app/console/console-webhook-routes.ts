@@ -1,8 +1,19 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
+import { textProblem } from "../../lib/api/input-text.ts";
+import { ApiError } from "../../lib/api/problem.ts";
+import { previewFilter } from "../../lib/db/sql/filter-preview.ts";
+import { assertSubscribableEvents } from "../../lib/webhook/catalogue/subscribable-events.ts";
+import { compileFilter } from "../routes/v3/webhook-schemas.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
-import { deletePage, secretPage, webhookFormPage, type WebhookFormValues } from "./console-webhook-edit-pages.ts";
+import {
+  deletePage,
+  secretPage,
+  webhookFormPage,
+  type FilterPreviewResult,
+  type WebhookFormValues,
+} from "./console-webhook-edit-pages.ts";
 import type { HealthHistories } from "./health-chart.ts";
 import { handOverSecret, takeSecret } from "./secret-handover.ts";
 import { webhookPage, webhooksPage, type EventType, type LogFilters, type Webhook } from "./console-webhook-pages.ts";
@@ -14,6 +25,12 @@ const webhookForm = z.object({
   url: z.string().trim().min(1),
   description: z.string().trim().default(""),
   events: z.union([z.string(), z.array(z.string())]).transform((e) => (Array.isArray(e) ? e : [e])),
+  // Empty or blank: no filter; absent (a form from before filters): left as it is. Sent as typed otherwise, so a
+  // refusal's position is where the user typed it.
+  filter: z
+    .string()
+    .optional()
+    .transform((f) => (f === undefined ? undefined : f.trim() === "" ? null : f)),
   scheme: z.enum(["hooklane-v1", "standard-webhooks"]).optional(),
 });
 
@@ -21,7 +38,45 @@ const webhookForm = z.object({
 function sentValues(body: Record<string, unknown>): WebhookFormValues {
   const text = (value: unknown) => (typeof value === "string" ? value : "");
   const events = ([] as unknown[]).concat(body.events ?? []).filter((e): e is string => typeof e === "string");
-  return { url: text(body.url), description: text(body.description), events, scheme: text(body.scheme) };
+  return {
+    url: text(body.url),
+    description: text(body.description),
+    events,
+    filter: text(body.filter),
+    scheme: text(body.scheme),
+  };
+}
+
+/**
+ * What the typed filter would have matched of the recent events of the events
+ * ticked, checked as saving would check it (its events, the webhook's
+ * audience). Judged on the webhook's own account's events, every account's
+ * for a global webhook: POST /v3/webhooks/filter-preview judges the caller's
+ * account, which is not the webhook's when support opens another account's.
+ * `webhook` was read through the API as the caller, so it is one they may see.
+ */
+async function previewOf(
+  c: Context<HooklaneEnv>,
+  webhook: Webhook,
+  sent: WebhookFormValues,
+): Promise<FilterPreviewResult> {
+  if (sent.filter.trim() === "") return { none: true };
+  if (sent.events.length === 0) return { refused: "Choose at least one event to preview the filter on." };
+  // What the API's own input check refuses before any query (a NUL is an error to PostgreSQL, not a mismatch).
+  for (const [index, event] of sent.events.entries()) {
+    const problem = textProblem(event, false);
+    if (problem) return { refused: `events[${index}]: ${problem}` };
+  }
+  const { database } = c.get("hooklane");
+  const audience = webhook.account === null ? "global" : "account";
+  try {
+    const events = await assertSubscribableEvents(database, sent.events, audience);
+    const { filterPath } = compileFilter(sent.filter, events, audience);
+    return await previewFilter(database, { account: webhook.account, events, path: filterPath! });
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 422) return { refused: error.detail ?? error.message };
+    throw error;
+  }
 }
 
 // `datetime-local` gives minutes (or seconds) without a zone; the console labels it UTC.
@@ -158,6 +213,24 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
     if (updated?.status === 422) return refused(updated.body.detail);
     return answered(c, updated, (saved) => c.redirect(back(context(c).base, saved.id, "Changes saved."), 303));
+  });
+
+  // The edit form's Preview button: the form again as it was typed, with what its filter would have matched.
+  app.post(`${prefix}/webhooks/:id/edit/preview`, async (c) => {
+    const body = await c.req.parseBody({ all: true });
+    const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
+    return answered(c, hook, async (current: Webhook) => {
+      const sent = sentValues(body);
+      const preview = await previewOf(c, current, sent);
+      const page = webhookFormPage({
+        webhook: current,
+        values: sent,
+        eventTypes: await eventTypes(c),
+        preview,
+        context: context(c),
+      });
+      return c.html(page, "refused" in preview ? 422 : 200);
+    });
   });
 
   for (const [action, status, notice] of [

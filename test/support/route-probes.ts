@@ -108,6 +108,10 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: "/v3/webhooks",
     body: { url: "http://127.0.0.1:4000/probe", events: ["payment-debt.created"] },
   }),
+  "POST /v3/webhooks/filter-preview": () => ({
+    path: "/v3/webhooks/filter-preview",
+    body: { events: ["payment-debt.created"], filter: 'currency in ["EUR"]' },
+  }),
   "GET /v3/webhooks": () => ({ path: "/v3/webhooks" }),
   "GET /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}` }),
   "PATCH /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}`, body: { description: "probed" } }),

@@ -32,7 +32,14 @@ function checkFields(value: unknown, where: string): void {
 }
 
 /** Computed views (of the lane, of a revocation), not stored objects: `object` and the field conventions, but no `id` or `created`. */
-const REPORTS = new Set(["lane", "webhook-health", "health-history", "listen-results", "portal-session-revocation"]);
+const REPORTS = new Set([
+  "lane",
+  "webhook-health",
+  "health-history",
+  "listen-results",
+  "portal-session-revocation",
+  "webhook-filter-preview",
+]);
 
 /** A resource: `id` (prefixed, except an event type's, which is its name), `object`, `created` in ISO. */
 function checkResource(resource: Record<string, unknown>, where: string): void {

@@ -51,6 +51,13 @@ const PROBES: Record<string, Probe> = {
     kind: "collection",
     request: (f) => ({ path: "/v3/webhooks", body: { url: `${f.receiverUrl}/others`, events: ["*"] } }),
   },
+  "POST /v3/webhooks/filter-preview": {
+    kind: "collection",
+    request: () => ({
+      path: "/v3/webhooks/filter-preview",
+      body: { events: ["payment-debt.created"], filter: 'currency in ["EUR"]' },
+    }),
+  },
   "GET /v3/webhooks": {
     kind: "collection",
     support: "webhook.read",

@@ -33,6 +33,7 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
     route: "/v3/listen-sessions/:id/results",
     reason: "control plane: recording a listen session's attempts",
   },
+  { method: "POST", route: "/v3/webhooks/filter-preview", reason: "control plane: judging a filter, storing nothing" },
   { method: "POST", route: "/v3/webhook-resends", reason: "control plane: redelivering past events of one type" },
   { method: "POST", route: "/v3/poison-messages/:id/replay", reason: "control plane: the lane's own message, again" },
 ];
