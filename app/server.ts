@@ -49,6 +49,8 @@ async function main(): Promise<(signal: string) => Promise<void>> {
     await hooklane.publisher.settled();
     await lane?.stop();
     await hooklane.database.close();
+    // What was traced up to the end goes out before the process does.
+    await hooklane.tracing?.shutdown();
   };
 }
 

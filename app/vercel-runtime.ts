@@ -1,3 +1,4 @@
+import { waitUntil } from "@vercel/functions";
 import { sameSecret } from "../lib/auth/same-secret.ts";
 import { config, type Config } from "../lib/config/env.ts";
 import { createHooklane } from "../lib/create-hooklane.ts";
@@ -42,7 +43,11 @@ export function createVercelRuntime(loadConfig: () => Config = config): VercelRu
     } catch (error) {
       return startFailed(error, loadConfig);
     }
-    return use(started);
+    const response = await use(started);
+    // A suspended instance exports nothing: what this request traced leaves before the function is done.
+    const { tracing } = (await services()).hooklane;
+    if (tracing) waitUntil(tracing.flush().catch(() => {}));
+    return response;
   };
   return {
     api: (request) => serve(api, (fetch) => fetch(request)),

@@ -28,6 +28,8 @@ async function main(): Promise<(signal: string) => Promise<void>> {
     await ops?.close();
     await lane.stop();
     await hooklane.database.close();
+    // What was traced up to the end goes out before the process does.
+    await hooklane.tracing?.shutdown();
   };
 }
 

@@ -67,6 +67,10 @@ export async function createHooklane(
   } else {
     transport = createPostgresTransport(database);
   }
+  // The SDK loads only when traces go somewhere.
+  const tracing = config.tracing
+    ? (await import("./observability/tracing-sdk.ts")).createTracing(config.tracing)
+    : undefined;
   const subscriptions = createSubscriptionCache(database, { logger });
   const publisher = createApiEventPublisher({
     enabled: config.publishEnabled,
@@ -74,6 +78,7 @@ export async function createHooklane(
     subscriptions,
     transport,
     logger,
+    tracing,
     ...(waitUntil ? { waitUntil } : {}),
   });
   return {
@@ -93,6 +98,7 @@ export async function createHooklane(
     }),
     mailer: config.smtpUrl ? createSmtpMailer({ url: config.smtpUrl, from: config.smtpFrom }) : undefined,
     metrics: config.metricsEnabled ? createMetrics({ database, publisherStats: publisher.stats }) : undefined,
+    tracing,
   };
 }
 
@@ -106,6 +112,7 @@ export function deliverDeps(hooklane: Hooklane, sender: HttpSender): DeliverDeps
     outboundEnabled: config.outboundEnabled,
     sender,
     secrets: hooklane.secrets,
+    tracing: hooklane.tracing,
   };
 }
 

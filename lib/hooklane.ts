@@ -4,6 +4,7 @@ import type { TokenVerifier } from "./auth/jwt.ts";
 import type { Logger } from "./log/logger.ts";
 import type { Mailer } from "./mail/smtp-mailer.ts";
 import type { Metrics } from "./metrics/metrics.ts";
+import type { Tracing } from "./observability/tracing.ts";
 import type { ApiEventPublisher } from "./webhook/outbound/webhook-out-route.publisher.ts";
 import type { SecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
 import type { SubscriptionCache } from "./webhook/outbound/webhook-subscription-cache.ts";
@@ -26,4 +27,6 @@ export interface Hooklane {
   mailer: Mailer | undefined;
   /** This process's Prometheus metrics; undefined with `METRICS_ENABLED=false`. */
   metrics: Metrics | undefined;
+  /** OpenTelemetry traces, exported over OTLP; undefined (and nothing traced) without an OTLP endpoint. */
+  tracing: Tracing | undefined;
 }

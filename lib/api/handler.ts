@@ -76,6 +76,7 @@ export function handler(fn: (c: ApiContext) => Promise<Response> | Response, opt
         route: c.req.routePath,
         params,
         body,
+        traceparent: c.get("traceparent"),
       });
       const response = await database.transaction(async (tx) => {
         c.set("database", tx);

@@ -10,8 +10,10 @@ export interface HooklaneEnv {
     principal: Principal;
     /** `X-Request-Id`: the caller's, when it sent a sane one, or a new one; on every response and log line. */
     requestId: string;
-    /** The logger for this request: every line carries its request id. */
+    /** The logger for this request: every line carries its request id (and its trace id, with tracing on). */
     log: Logger;
+    /** With tracing on: the W3C `traceparent` of this request's span, which the event it publishes continues. */
+    traceparent: string | undefined;
     /**
      * The database for this request: its own transaction when its 2xx
      * publishes an event or it carries an `Idempotency-Key` (see `handler()`).

@@ -147,6 +147,11 @@ export const envVariables = z.object({
   READY_MAX_LAG: parsedText("5m", parseDuration),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).optional(),
   LOG_FORMAT: z.enum(["json", "pretty"]).optional(),
+  /** OpenTelemetry: traces go over OTLP/HTTP to `<endpoint>/v1/traces`, or to the traces endpoint as given. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).optional(),
+  OTEL_SDK_DISABLED: flag(false),
 
   // The platform, as Vercel describes it to every build and function.
   /** `1` on Vercel (builds and functions). */
@@ -367,6 +372,16 @@ const schema = envVariables.transform((env, ctx) => {
     // Tests read their own captured lines; a laptop gets readable lines, production JSON.
     logLevel: env.LOG_LEVEL ?? (mode === "test" ? "silent" : "info"),
     logFormat: env.LOG_FORMAT ?? (production ? "json" : "pretty"),
+    /** Where traces go (OTLP/HTTP), and as which service; undefined: no tracing, and no cost. */
+    tracing:
+      (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT) && !env.OTEL_SDK_DISABLED
+        ? {
+            url:
+              env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+              `${env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, "")}/v1/traces`,
+            serviceName: env.OTEL_SERVICE_NAME ?? "hooklane",
+          }
+        : undefined,
     catalogueAutoSync:
       env.CATALOGUE_AUTO_SYNC === undefined
         ? !production

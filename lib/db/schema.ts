@@ -287,6 +287,8 @@ export const webhookDispatch = pgTable(
     testMode: text("test_mode").$type<TestMode>(),
     /** The event's catalogue attributes as published (what filters read, and a filter's preview); null: none. */
     attributes: jsonb("attributes").$type<Record<string, string | null>>(),
+    /** With tracing on where it was published: the W3C `traceparent` of the event's publish span; its claims and attempts continue that trace. */
+    traceparent: text("traceparent"),
     createdAt: createdAt(),
     updatedAt: timestamp("updated_at", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
     completedAt: timestamp("completed_at", { withTimezone: true, mode: "date" }),

@@ -197,6 +197,7 @@ export async function startHarness(
       await lane?.stop();
       await queue?.close();
       await database.close();
+      await hooklane.tracing?.shutdown();
       await drop();
     },
   };

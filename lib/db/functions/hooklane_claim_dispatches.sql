@@ -27,7 +27,7 @@
 --   3. Rate tokens spent and probes sent, written to their webhooks.
 --   4. This worker's book row: what it had running and what it took.
 -- Returns {groups, cursor, waitMs, contended}: per webhook taken from, what its attempts need of it and its leased
--- dispatches; where the next claim starts; when to claim again (0 now, null when nothing is scheduled); and whether
+-- dispatches (each with its trace's `traceparent`, null without one); where the next claim starts; when to claim again (0 now, null when nothing is scheduled); and whether
 -- a key another claim held made it pass a webhook over.
 CREATE OR REPLACE FUNCTION hooklane_claim_dispatches(
   p_worker text, p_limit integer, p_lease_ms integer, p_after text, p_only text,
@@ -320,7 +320,8 @@ BEGIN
           'rows', json_agg(json_build_object(
             'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'account', d.account,
             'payload', coalesce(f.payload, d.payload), 'attempt', d.attempt_count + 1, 'run', d.run,
-            'testMode', d.test_mode, 'ordered', l.order_key IS NOT NULL) ORDER BY l.next_attempt_at))::text,
+            'testMode', d.test_mode, 'ordered', l.order_key IS NOT NULL, 'traceparent', d.traceparent)
+            ORDER BY l.next_attempt_at))::text,
         count(*)
       INTO v_got, v_n
       FROM leased l JOIN webhook_dispatch d ON d.id = l.dispatch_id LEFT JOIN flagged f ON f.id = l.dispatch_id;
@@ -348,7 +349,8 @@ BEGIN
             'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
           'rows', json_agg(json_build_object(
             'id', d.id, 'eventId', d.event_id, 'eventType', d.event_type, 'account', d.account, 'payload', d.payload,
-            'attempt', d.attempt_count + 1, 'run', d.run, 'testMode', d.test_mode) ORDER BY l.next_attempt_at))::text,
+            'attempt', d.attempt_count + 1, 'run', d.run, 'testMode', d.test_mode, 'traceparent', d.traceparent)
+            ORDER BY l.next_attempt_at))::text,
         count(*)
       INTO v_got, v_n
       FROM leased l JOIN webhook_dispatch d ON d.id = l.dispatch_id;

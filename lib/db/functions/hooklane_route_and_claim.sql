@@ -21,9 +21,11 @@
 --      message has done its work.
 --   3. With p_claim_limit > 0, the claim (hooklane_claim_dispatches) from p_after, under the same caps as every
 --      claim: the new dispatches among whatever else is due, in turn.
--- Returns {found, routed, dispatches, claim, left, dueMs}: the jobs taken, per routed job the dispatches it made,
--- the dispatches made in all, the claim's answer (null when none was made), the jobs handed back, and when the
--- next route job no lease holds is due (0 when this step took a full batch; null when none waits).
+-- Returns {found, routed, dispatches, claim, left, dueMs, traced}: the jobs taken, per routed job the dispatches it
+-- made, the dispatches made in all, the claim's answer (null when none was made), the jobs handed back, when the
+-- next route job no lease holds is due (0 when this step took a full batch; null when none waits), and for each
+-- routed job whose message carries a `traceparent` (tracing on where it was published), [traceparent, type, its
+-- place in `routed`], so the worker can record the event's route span.
 CREATE OR REPLACE FUNCTION hooklane_route_and_claim(
   p_worker text, p_route_limit integer, p_route_lease_ms integer, p_rules jsonb,
   p_claim_limit integer, p_lease_ms integer, p_webhook_cap integer, p_origin_cap integer, p_account_cap integer,
@@ -47,6 +49,7 @@ DECLARE
   v_due_ms double precision;
   v_first integer := floor(random() * 16)::integer;
   v_shard integer;
+  v_traced jsonb := '[]';
 BEGIN
   -- Lost in a crash, this transaction's work is done again (at-least-once): no need to wait for the disk.
   PERFORM set_config('synchronous_commit', 'off', true);
@@ -92,6 +95,10 @@ BEGIN
         v_messages := v_messages || j.message;
         v_rules := v_rules || v_rule;
         v_jobs := v_jobs || j.id;
+        IF j.message ? 'traceparent' THEN
+          v_traced := v_traced
+            || jsonb_build_array(jsonb_build_array(j.message -> 'traceparent', j.message -> 'type', cardinality(v_jobs) - 1));
+        END IF;
       ELSE
         UPDATE webhook_route_job r
         SET locked_until = now() + p_route_lease_ms * interval '1 millisecond', locked_by = p_worker,
@@ -127,6 +134,7 @@ BEGIN
     'dispatches', cardinality(v_ids),
     'claim', v_claim,
     'left', v_left,
-    'dueMs', v_due_ms);
+    'dueMs', v_due_ms,
+    'traced', v_traced);
 END;
 $$;

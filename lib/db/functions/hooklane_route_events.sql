@@ -22,7 +22,8 @@
 --      webhook in batch order up to it, never twice and never skipping one. Only when the same event is routed
 --      twice at the same moment does the later insert meet the earlier one's key: it fails, numbers and all, and
 --      its message is routed again later, finding the dispatch made.
---   5. One pending dispatch per pair, its number in its body, the event's attributes, and its open row, due now; for a webhook with
+--   5. One pending dispatch per pair, its number in its body, the event's attributes and trace (`traceparent`, with
+--      tracing on), and its open row, due now; for a webhook with
 --      `resource` ordering the open row also carries the resource (`<object>:<id>`) and the sequence, which the
 --      claim orders by (hooklane_held_in_order). Each dispatch is written once, in the state it is delivered from.
 --   6. A listen session that got one is told on channel hooklane_listen (payload: its webhook id, once per
@@ -44,7 +45,7 @@ BEGIN
   -- 1, 2. The batch's pairs.
   WITH e AS MATERIALIZED (
     SELECT x.ord, x.message ->> 'eventId' AS event_id, x.message ->> 'type' AS type, x.account,
-      x.message -> 'attributes' AS attributes,
+      x.message -> 'attributes' AS attributes, x.message ->> 'traceparent' AS traceparent,
       (x.rule ->> 'object') || ':' || (x.message ->> 'resourceId') AS resource_key,
       -- JSON.stringify's bytes: keys in this order, no spaces; to_json escapes text as it does.
       '{"id":' || to_json(x.message ->> 'eventId')::text
@@ -69,7 +70,7 @@ BEGIN
   -- Each event's webhooks, found through their indexes before anything else is computed over them.
   pairs AS MATERIALIZED (
     SELECT DISTINCT ON (e.event_id, w.id) e.ord, w.id AS webhook_id, e.event_id, e.type, e.account, e.head, e.tail,
-      e.attributes,
+      e.attributes, e.traceparent,
       w.status = 'listening' AS listening, CASE WHEN w.ordering = 'resource' THEN e.resource_key END AS order_key
     FROM e JOIN webhook w
       ON (w.events @> ARRAY[e.type]::text[] OR w.events @> ARRAY['*']::text[])
@@ -105,9 +106,9 @@ BEGIN
   -- 5. The dispatches and their open rows.
   inserted AS (
     INSERT INTO webhook_dispatch (
-      id, event_id, event_type, webhook_id, account, sequence, payload, attributes, next_attempt_at)
+      id, event_id, event_type, webhook_id, account, sequence, payload, attributes, traceparent, next_attempt_at)
     SELECT n.id, n.event_id, n.type, n.webhook_id, n.account, n.sequence,
-      n.head || ',"sequence":' || n.sequence || n.tail, nullif(n.attributes, 'null'), now()
+      n.head || ',"sequence":' || n.sequence || n.tail, nullif(n.attributes, 'null'), n.traceparent, now()
     FROM numbered n
     ORDER BY n.ord, n.webhook_id
   ),

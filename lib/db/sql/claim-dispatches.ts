@@ -29,6 +29,8 @@ export interface ClaimedDispatch {
   testMode: TestMode | null;
   /** Its webhook orders events per resource (`resource` ordering), and this one waited its turn. */
   ordered?: boolean;
+  /** With tracing on where its event was published: the trace its claim and attempts continue (null or absent: none). */
+  traceparent?: string | null;
 }
 
 /** Deliveries in flight at once, at most, across every worker. */
@@ -109,7 +111,16 @@ export interface RawClaim {
     rows: Array<
       Pick<
         ClaimedRow,
-        "id" | "eventId" | "eventType" | "account" | "payload" | "attempt" | "run" | "testMode" | "ordered"
+        | "id"
+        | "eventId"
+        | "eventType"
+        | "account"
+        | "payload"
+        | "attempt"
+        | "run"
+        | "testMode"
+        | "ordered"
+        | "traceparent"
       >
     >;
   }>;

@@ -19,6 +19,8 @@ export interface RoutedEvent {
   account?: string | null | undefined;
   /** The attributes read when the event was published (null: the row was gone), for webhook filters. */
   attributes?: Record<string, string | null> | null | undefined;
+  /** The trace the event was published in (tracing on): its dispatches keep it. */
+  traceparent?: string | undefined;
 }
 
 /**
@@ -44,6 +46,7 @@ export async function insertDispatches(database: Database, event: RoutedEvent, r
     livemode: event.livemode,
     ...(event.account === undefined ? {} : { account: event.account }),
     ...(event.attributes === undefined ? {} : { attributes: event.attributes }),
+    ...(event.traceparent === undefined ? {} : { traceparent: event.traceparent }),
   };
   const [row] = await database.rows<{ ids: string }>(sql`
     select array_to_json(ids)::text as ids

@@ -34,6 +34,8 @@ export interface RoutedAndClaimed {
   left: ClaimedRouteJob[];
   /** Milliseconds until the next route job no lease holds is due (≤ 0: now), or null when none waits. */
   dueMs: number | null;
+  /** Routed jobs whose events carry a trace: its `traceparent`, the event type, and the dispatches it made. */
+  traced: Array<{ traceparent: string; type: string; dispatches: number }>;
 }
 
 /**
@@ -64,6 +66,12 @@ export async function routeAndClaim(database: Database, options: RouteAndClaimOp
     claim: raw.claim === null ? undefined : claimFrom(raw.claim),
     left: raw.left.map((job) => ({ id: Number(job.id), message: JSON.parse(job.message), attempts: job.attempts })),
     dueMs: raw.dueMs === null ? null : Number(raw.dueMs),
+    // Absent from a function older than this code (a rolling deploy): nothing traced.
+    traced: (raw.traced ?? []).map(([traceparent, type, at]) => ({
+      traceparent,
+      type,
+      dispatches: raw.routed[at] ?? 0,
+    })),
   };
 }
 
@@ -74,4 +82,5 @@ interface RawStep {
   claim: RawClaim | null;
   left: Array<{ id: number | string; message: string; attempts: number }>;
   dueMs: number | null;
+  traced?: Array<[traceparent: string, type: string, at: number]>;
 }

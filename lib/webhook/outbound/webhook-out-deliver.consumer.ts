@@ -166,6 +166,7 @@ function logOutcomes(logger: Logger, results: readonly AttemptResult[], opened: 
       errorClass: r.errorClass,
       statusCode: r.statusCode,
       durationMs: r.durationMs,
+      ...(r.traceId ? { trace_id: r.traceId } : {}),
     };
     if (r.status === "success") logger.debug(line, "delivered");
     else if (r.status === "exhausted") logger.warn(line, "delivery exhausted: no attempt left");

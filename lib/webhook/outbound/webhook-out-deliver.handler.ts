@@ -9,6 +9,7 @@ import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
 import type { HttpSender } from "./webhook-http-sender.ts";
 import { decideRetry } from "./webhook-retry-policy.ts";
 import type { SecretSealer } from "./webhook-secret-seal.ts";
+import { endSpan, SpanKind, traceIdOf, type Tracing } from "../../observability/tracing.ts";
 import { generateWebhookSecret, signatureHeaders } from "./webhook-signature.ts";
 
 /** What signing an attempt needs. */
@@ -28,6 +29,8 @@ export interface DeliverDeps extends SigningDeps, RetryDeps {
   /** `RUNTIME_OUTBOUND_ENABLED`: when false nothing is sent and every attempt is recorded as blocked. */
   outboundEnabled: boolean;
   sender: HttpSender;
+  /** With tracing on: each attempt is a span in its event's trace, and its POST carries that span's `traceparent`. */
+  tracing?: Tracing | undefined;
 }
 
 /** An attempt's record plus what it means for the webhook. */
@@ -38,6 +41,8 @@ export interface AttemptResult extends AttemptRecord {
   ordered?: boolean;
   /** The subscriber answered 410 Gone: disable the webhook. */
   gone: boolean;
+  /** With tracing on: the trace the attempt's span belongs to, for its log line. */
+  traceId?: string;
 }
 
 /** One attempt, signed: the headers of each POST it makes (two for a `duplicate` test event), in order. */
@@ -68,16 +73,40 @@ export const LATE_TEST_EVENT_SECONDS = 600;
  */
 export async function attemptDispatch(deps: DeliverDeps, dispatch: ClaimedDispatch): Promise<AttemptResult> {
   const startedAt = new Date();
-  const signed = await signAttempt(deps, dispatch, startedAt);
-  const outcome = deps.outboundEnabled
-    ? withoutSecrets(await send(deps, dispatch, signed.requests), signed.secretHeaders)
-    : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
-  return attemptResult(deps, dispatch, {
-    startedAt,
-    durationMs: Date.now() - startedAt.getTime(),
-    outcome,
-    signature: signed.manifest,
+  const span = deps.tracing?.start(`attempt ${dispatch.eventType}`, dispatch.traceparent, {
+    kind: SpanKind.CLIENT,
+    attributes: {
+      "hooklane.webhook.id": dispatch.webhookId,
+      "hooklane.event.type": dispatch.eventType,
+      "hooklane.event.id": dispatch.eventId,
+      "hooklane.dispatch.id": dispatch.id,
+      "hooklane.attempt": dispatch.attempt,
+    },
   });
+  try {
+    const signed = await signAttempt(deps, dispatch, startedAt);
+    // The subscriber's own tracing continues from this attempt (never signed: it only links traces).
+    const requests = span
+      ? signed.requests.map((headers) => ({ ...headers, traceparent: deps.tracing!.traceparentOf(span) }))
+      : signed.requests;
+    const outcome = deps.outboundEnabled
+      ? withoutSecrets(await send(deps, dispatch, requests), signed.secretHeaders)
+      : blocked("outbound calls are switched off (RUNTIME_OUTBOUND_ENABLED=false)");
+    const result = attemptResult(deps, dispatch, {
+      startedAt,
+      durationMs: Date.now() - startedAt.getTime(),
+      outcome,
+      signature: signed.manifest,
+    });
+    if (!span) return result;
+    span.setAttribute("hooklane.outcome", result.outcome);
+    if (result.statusCode !== null) span.setAttribute("http.response.status_code", result.statusCode);
+    endSpan(span, result.errorClass);
+    return { ...result, traceId: traceIdOf(span) };
+  } catch (error) {
+    if (span) endSpan(span, "internal");
+    throw error;
+  }
 }
 
 /**

@@ -23,6 +23,15 @@ export const routeMessageSchema = z.object({
    */
   attributes: z.record(z.string(), z.string().nullable()).nullable().optional().catch(undefined),
   /**
+   * With tracing on: the W3C `traceparent` of the event's publish span, which routing, claims and attempts continue
+   * (and each attempt sends on). Absent when tracing was off where it was published.
+   */
+  traceparent: z
+    .string()
+    .regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/)
+    .optional()
+    .catch(undefined),
+  /**
    * The outbox row (`webhook_route_job`) the message was forwarded from, on transports that forward (Vercel): the
    * route stage deletes it once the event's dispatches exist. Absent where the outbox is the queue (postgres).
    */

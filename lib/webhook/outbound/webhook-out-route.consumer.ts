@@ -9,6 +9,7 @@ import { PoisonMessageError } from "./webhook-message-errors.ts";
 import { ROUTE_TOPIC, routeMessageSchema } from "./webhook-out-queue-registrations.ts";
 import { handleRouteMessage } from "./webhook-out-route.handler.ts";
 import { LANE_BACKOFF } from "./webhook-retry-policy.ts";
+import { endSpan, SpanKind, type Tracing } from "../../observability/tracing.ts";
 
 export type RouteOutcome =
   | { kind: "routed"; dispatches: number }
@@ -27,7 +28,14 @@ export type RouteOutcome =
  * database is down: the message stays).
  */
 export async function consumeRouteMessage(
-  deps: { database: Database; transport: WebhookTransport; logger: Logger; metrics?: LaneMetrics | undefined },
+  deps: {
+    database: Database;
+    transport: WebhookTransport;
+    logger: Logger;
+    metrics?: LaneMetrics | undefined;
+    /** With tracing on: routing an event that carries a trace is a span in it. */
+    tracing?: Tracing | undefined;
+  },
   message: unknown,
   deliveries: number,
 ): Promise<RouteOutcome> {
@@ -37,15 +45,27 @@ export async function consumeRouteMessage(
 }
 
 async function routeOnce(
-  deps: { database: Database; transport: WebhookTransport; logger: Logger },
+  deps: { database: Database; transport: WebhookTransport; logger: Logger; tracing?: Tracing | undefined },
   message: unknown,
   deliveries: number,
 ): Promise<RouteOutcome> {
   const parsed = routeMessageSchema.safeParse(message);
+  const traceparent = parsed.success ? parsed.data.traceparent : undefined;
+  const span =
+    traceparent && deps.tracing
+      ? deps.tracing.start(`route ${parsed.data!.type}`, traceparent, {
+          kind: SpanKind.CONSUMER,
+          attributes: { "hooklane.event.type": parsed.data!.type, "hooklane.event.id": parsed.data!.eventId },
+        })
+      : undefined;
   try {
     if (!parsed.success) throw new PoisonMessageError(parsed.error.message);
-    return { kind: "routed", dispatches: (await handleRouteMessage(deps, parsed.data)).length };
+    const dispatches = (await handleRouteMessage(deps, parsed.data)).length;
+    span?.setAttribute("hooklane.dispatches", dispatches);
+    span?.end();
+    return { kind: "routed", dispatches };
   } catch (error) {
+    if (span) endSpan(span, error instanceof PoisonMessageError ? "poison" : "route_failed");
     if (error instanceof PoisonMessageError) {
       await recordPoisonMessage(deps.database, ROUTE_TOPIC, message, error.message);
       deps.logger.warn({ reason: error.message.slice(0, 300) }, "poison route message recorded");

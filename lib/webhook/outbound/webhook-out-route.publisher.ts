@@ -1,5 +1,6 @@
 import type { Database } from "../../db/client.ts";
 import type { Logger } from "../../log/logger.ts";
+import { endSpan, SpanKind, type Span, type Tracing } from "../../observability/tracing.ts";
 import type { CatalogueEntry } from "../catalogue/catalogue-entry.ts";
 import { catalogueByRoute } from "../catalogue/webhook-event-catalogue.ts";
 import type { RouteReceipt, WebhookTransport } from "../transport/webhook-transport.ts";
@@ -14,6 +15,8 @@ export interface ApiTransaction {
   route: string;
   params: Record<string, string>;
   body: unknown;
+  /** With tracing on: the request span's `traceparent`, under which the event's publish span starts. */
+  traceparent?: string | undefined;
 }
 
 export interface ApiEventPublisher {
@@ -61,6 +64,8 @@ export function createApiEventPublisher(deps: {
   subscriptions: SubscriptionCache;
   transport: WebhookTransport;
   logger: Logger;
+  /** With tracing on: each publish is a span under the request's, and its `traceparent` travels with the event. */
+  tracing?: Tracing | undefined;
   /** Keeps a forward alive past the response (`waitUntil` of `@vercel/functions`, given with the vercel transport). */
   waitUntil?: (promise: Promise<unknown>) => void;
 }): ApiEventPublisher {
@@ -79,6 +84,7 @@ export function createApiEventPublisher(deps: {
       return undefined;
     },
     async publish(tx, entry, transaction) {
+      let span: Span | undefined;
       try {
         const resourceId = resourceIdOf(entry, transaction);
         if (!resourceId) {
@@ -91,9 +97,17 @@ export function createApiEventPublisher(deps: {
           occurredAt: new Date().toISOString(),
           livemode: deps.livemode,
         };
-        return await deps.transport.enqueueRoute(tx, message, entry);
+        span = deps.tracing?.start(`publish ${entry.internal}`, transaction.traceparent, {
+          kind: SpanKind.PRODUCER,
+          attributes: { "hooklane.event.type": entry.internal, "hooklane.event.id": message.eventId },
+        });
+        if (span) message.traceparent = deps.tracing!.traceparentOf(span);
+        const receipt = await deps.transport.enqueueRoute(tx, message, entry);
+        span?.end();
+        return receipt;
       } catch (error) {
         stats.failed++;
+        if (span) endSpan(span, "publish_failed");
         throw error;
       }
     },

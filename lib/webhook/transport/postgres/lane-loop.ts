@@ -12,6 +12,7 @@ import {
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
 import { ROUTE_RULES_JSON } from "../../outbound/webhook-out-route.handler.ts";
 import { backOff, runLoop } from "./run-loop.ts";
+import { recordSpan, SpanKind } from "../../../observability/tracing.ts";
 import type { PostgresTransport } from "./postgres-transport.ts";
 
 /** How soon a claim that held rows back under a cap asks to look again (`claimDispatches`' default recheck). */
@@ -82,7 +83,8 @@ export interface LaneLoop {
  */
 export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
   const { database, transport, workerId } = options;
-  const routeDeps = { database, transport, logger: options.logger, metrics: options.metrics };
+  const { tracing } = options.deliver;
+  const routeDeps = { database, transport, logger: options.logger, metrics: options.metrics, tracing };
   let inFlight = 0;
   let cursor = "";
   let lastClaimAt: Date | undefined;
@@ -122,6 +124,7 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
     clearTimeout(gathering);
     gathering = undefined;
     stepping = true;
+    const stepStarted = tracing ? new Date() : undefined;
     let result;
     try {
       result = await routeAndClaim(database, {
@@ -135,6 +138,7 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
         after: cursor,
         held: Object.fromEntries(attempting),
       });
+      if (tracing) traceStep(stepStarted!, result.traced, result.claim?.dispatches ?? []);
       // Handed over before the next step is sent, so its `held` has them.
       for (const dispatch of result.claim?.dispatches ?? []) deliverOne(dispatch);
     } catch (error) {
@@ -191,6 +195,7 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
     const claimLimit = Math.max(0, Math.min(options.batchSize, options.concurrency - inFlight));
     if (claimLimit === 0) return;
     stepping = true;
+    const claimStarted = tracing ? new Date() : undefined;
     try {
       const claim = await claimDispatches(database, {
         workerId,
@@ -201,6 +206,7 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
         held: Object.fromEntries(attempting),
       });
       cursor = claim.cursor;
+      if (tracing) traceStep(claimStarted!, [], claim.dispatches);
       for (const dispatch of claim.dispatches) deliverOne(dispatch);
     } finally {
       stepping = false;
@@ -223,6 +229,36 @@ export function startLaneLoop(options: LaneLoopOptions): LaneLoop {
       await deleteRouteJobs(database, done);
     } finally {
       routeJobsHeld = [];
+    }
+  }
+
+  /**
+   * With tracing on: a step's share of each traced event it routed (a route span) and of each traced dispatch it
+   * claimed (a claim span), each spanning the step's one statement.
+   */
+  function traceStep(
+    started: Date,
+    routed: readonly { traceparent: string; type: string; dispatches: number }[],
+    claimed: readonly ClaimedDispatch[],
+  ): void {
+    const times = { start: started, end: new Date() };
+    for (const event of routed) {
+      recordSpan(
+        tracing!,
+        `route ${event.type}`,
+        event.traceparent,
+        times,
+        { "hooklane.event.type": event.type, "hooklane.dispatches": event.dispatches },
+        SpanKind.CONSUMER,
+      );
+    }
+    for (const dispatch of claimed) {
+      if (!dispatch.traceparent) continue;
+      recordSpan(tracing!, `claim ${dispatch.eventType}`, dispatch.traceparent, times, {
+        "hooklane.webhook.id": dispatch.webhookId,
+        "hooklane.dispatch.id": dispatch.id,
+        "hooklane.attempt": dispatch.attempt,
+      });
     }
   }
 

@@ -30,6 +30,7 @@ import {
   type DeliverMessage,
 } from "../../outbound/webhook-out-queue-registrations.ts";
 import { consumeRouteMessage } from "../../outbound/webhook-out-route.consumer.ts";
+import { recordSpan } from "../../../observability/tracing.ts";
 import { LANE_BACKOFF } from "../../outbound/webhook-retry-policy.ts";
 import { HELD_LOOK_AGAIN, LANE_QUEUE, lookAgainPlan, type VercelLaneTimings } from "./vercel-queue-limits.ts";
 import { DELIVER_MESSAGE_GRACE_MS, ROUTE_MESSAGE_CHECK_MS, type VercelTransport } from "./vercel-transport.ts";
@@ -111,7 +112,11 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
    * /v3/poison-messages/:id/replay sends it at once).
    */
   async function consumeRoute(message: unknown, metadata: MessageMetadata): Promise<void> {
-    const outcome = await consumeRouteMessage({ database, transport, logger }, message, metadata.deliveryCount);
+    const outcome = await consumeRouteMessage(
+      { database, transport, logger, tracing: deps.deliver.tracing },
+      message,
+      metadata.deliveryCount,
+    );
     if (outcome.kind !== "retry") return;
     const outboxId = outboxIdOf(message);
     const plan = lookAgainPlan(outcome.delayMs, metadata, now());
@@ -149,14 +154,23 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     await deliverInTurn(workerId, dispatch, started);
   }
 
-  const claimOne = (workerId: string, dispatchId: string) =>
-    claimDispatches(database, {
+  const claimOne = async (workerId: string, dispatchId: string) => {
+    const start = new Date();
+    const claim = await claimDispatches(database, {
       workerId,
       limit: 1,
       leaseMs: deps.timings.leaseMs,
       caps: deps.caps,
       onlyId: dispatchId,
     });
+    const { tracing } = deps.deliver;
+    const claimed = claim.dispatches[0];
+    if (tracing && claimed?.traceparent) {
+      const attributes = { "hooklane.webhook.id": claimed.webhookId, "hooklane.dispatch.id": claimed.id };
+      recordSpan(tracing, `claim ${claimed.eventType}`, claimed.traceparent, { start, end: new Date() }, attributes);
+    }
+    return claim;
+  };
 
   /**
    * Attempts the dispatch, then the webhook's next due ones in turn while the
