@@ -51,6 +51,8 @@ try {
       AUTH_JWT_SECRET: JWT_SECRET,
       METRICS_TOKEN: "publish-loop-metrics-token",
       HOOKLANE_LANE: "off",
+      // One token sends every request: the per-subject limit would refuse all but the first hundred.
+      API_RATE_LIMIT: "false",
       CATALOGUE_AUTO_SYNC: "false",
       ENABLE_API_EVENT_QUEUE: String(publish),
     });

@@ -52,6 +52,17 @@ const idempotencyKeyParameter = {
   example: "6f1c8a52-3f0e-4b8e-9d1a-2c4b7e9f0a31",
 };
 
+/** Every operation reads it when tracing is on; see docs/operations.md (Traces). */
+const traceparentParameter = {
+  name: "traceparent",
+  in: "header",
+  required: false,
+  description:
+    "W3C Trace Context. Where the operator exports OpenTelemetry traces, the request's span starts under it (a valid one; anything else starts a new trace), and so does everything an event it publishes goes through: its route, claims and attempts, whose POSTs send a `traceparent` of their own in the same trace. Ignored when tracing is off.",
+  schema: { type: "string", pattern: "^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$" },
+  example: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+};
+
 /**
  * A request body with its schema and example; zod writes no `examples` into
  * an input schema that transforms, so the example goes beside it.
@@ -212,6 +223,7 @@ export function openApiDocument(
         ...parameters(spec.params, "path"),
         ...parameters(spec.query, "query"),
         ...(spec.method === "get" ? [] : [idempotencyKeyParameter]),
+        traceparentParameter,
       ],
       ...(spec.body ? { requestBody: requestBody(spec.body, convert(spec.body, "input"), !spec.bodyOptional) } : {}),
       responses,
