@@ -9,6 +9,7 @@ export type AuditAction =
   | "webhook.updated"
   | "webhook.deleted"
   | "webhook.secret-rotated"
+  | "webhook.previous-secret-expired"
   | "webhook.test-sent"
   | "webhook.read"
   | "webhook.log-read"

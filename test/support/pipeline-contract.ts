@@ -498,6 +498,88 @@ export function describePipeline(name: string, factory: DatabaseFactory, driver:
       expect(() => stripe.webhooks.constructEvent(post!.body, header, generateWebhookSecret())).toThrow();
     });
 
+    it("rotates with the grace asked for: 0 stops the old secret at once, 2 h keeps both until expired now", async () => {
+      const { harness, receiver } = await setUp();
+      await harness.accounts("acc_alice");
+      const hook = await subscribe(
+        harness,
+        receiver,
+        "/hook",
+        { account: "acc_alice" },
+        { events: ["account.updated"] },
+      );
+      const rotate = async (body?: unknown) => {
+        const response = await harness.call("POST", `/v3/webhooks/${hook.id}/rotate-secret`, {
+          account: "acc_alice",
+          ...(body === undefined ? {} : { body }),
+        });
+        expect(response.status, response.text).toBe(200);
+        return response.body as { secret: string; previousSecretExpires: string | null };
+      };
+      const verifies = (post: ReceivedPost, secret: string) => {
+        try {
+          return stripe.webhooks.constructEvent(post.body, String(post.headers["hooklane-signature"]), secret).id;
+        } catch {
+          return undefined;
+        }
+      };
+      const delivered = async (count: number) => {
+        await touchAlice(harness);
+        return (await receiver.waitFor(count)).at(-1)!;
+      };
+
+      // A leak: grace 0. The next attempt is signed by the new secret alone.
+      const leaked = hook.secret;
+      const first = await rotate({ grace: 0 });
+      expect(first.previousSecretExpires).toBeNull();
+      const afterLeak = await delivered(1);
+      expect(String(afterLeak.headers["hooklane-signature"])).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(verifies(afterLeak, first.secret)).toBe(afterLeak.headers["hooklane-event-id"]);
+      expect(verifies(afterLeak, leaked)).toBeUndefined();
+
+      // A planned switch: 2 h. Both sign until then, and the API says until when.
+      const before = Date.now();
+      const second = await rotate({ grace: 7_200 });
+      const until = Date.parse(second.previousSecretExpires!);
+      expect(until).toBeGreaterThanOrEqual(before + 7_200_000 - 5_000);
+      expect(until).toBeLessThanOrEqual(Date.now() + 7_200_000 + 5_000);
+      const during = await delivered(2);
+      expect(verifies(during, second.secret)).toBe(during.headers["hooklane-event-id"]);
+      expect(verifies(during, first.secret)).toBe(during.headers["hooklane-event-id"]);
+
+      // Ended early: from the next attempt only the current secret signs.
+      const expired = await harness.call("POST", `/v3/webhooks/${hook.id}/expire-previous-secret`, {
+        account: "acc_alice",
+      });
+      expect(expired.status, expired.text).toBe(200);
+      expect(expired.body.previousSecretExpires).toBeNull();
+      const after = await delivered(3);
+      expect(verifies(after, second.secret)).toBe(after.headers["hooklane-event-id"]);
+      expect(verifies(after, first.secret)).toBeUndefined();
+
+      // No grace given: the 24 h default. Each step is in the audit log, the grace with it.
+      const third = await rotate();
+      expect(Date.parse(third.previousSecretExpires!) - Date.now()).toBeGreaterThan(86_400_000 - 60_000);
+      const audit = await harness.call("GET", "/v3/audit-log?limit=100", { account: "acc_alice" });
+      expect(audit.status, audit.text).toBe(200);
+      const steps = (audit.body.data as Array<{ action: string; target: string; detail: unknown }>)
+        .filter((entry) => entry.target === hook.id && entry.action !== "webhook.created")
+        .reverse()
+        .map((entry) => [entry.action, entry.detail]);
+      expect(steps).toEqual([
+        ["webhook.secret-rotated", { graceSeconds: 0 }],
+        ["webhook.secret-rotated", { graceSeconds: 7_200 }],
+        ["webhook.previous-secret-expired", {}],
+        ["webhook.secret-rotated", { graceSeconds: 86_400 }],
+      ]);
+      const refused = await harness.call("POST", `/v3/webhooks/${hook.id}/rotate-secret`, {
+        account: "acc_alice",
+        body: { grace: 8 * 86_400 },
+      });
+      expect(refused.status, refused.text).toBe(422);
+      expect(refused.body.errors[0].field).toBe("grace");
+    });
+
     it("writes no queue message and no row when nobody subscribes to the event", async () => {
       const { harness, receiver } = await setUp({ lane: false });
       await harness.accounts("acc_alice");

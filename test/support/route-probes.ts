@@ -119,6 +119,9 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: `/v3/webhooks/${await create(h, "/v3/webhooks", { url: "http://127.0.0.1:4000/gone", events: ["*"] })}`,
   }),
   "POST /v3/webhooks/:id/rotate-secret": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/rotate-secret` }),
+  "POST /v3/webhooks/:id/expire-previous-secret": (_, f) => ({
+    path: `/v3/webhooks/${f.webhook}/expire-previous-secret`,
+  }),
   "POST /v3/webhooks/:id/test": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/test` }),
   "POST /v3/portal-sessions": () => ({ path: "/v3/portal-sessions", body: portal }),
   "GET /v3/portal-sessions": () => ({ path: "/v3/portal-sessions" }),

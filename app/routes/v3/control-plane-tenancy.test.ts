@@ -76,6 +76,10 @@ const PROBES: Record<string, Probe> = {
     kind: "object",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/rotate-secret` }),
   },
+  "POST /v3/webhooks/:id/expire-previous-secret": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/expire-previous-secret` }),
+  },
   "POST /v3/webhooks/:id/test": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/test` }) },
   "GET /v3/webhooks/:id/dispatches": {
     kind: "object",

@@ -67,11 +67,9 @@ export async function routeAndClaim(database: Database, options: RouteAndClaimOp
     left: raw.left.map((job) => ({ id: Number(job.id), message: JSON.parse(job.message), attempts: job.attempts })),
     dueMs: raw.dueMs === null ? null : Number(raw.dueMs),
     // Absent from a function older than this code (a rolling deploy): nothing traced.
-    traced: (raw.traced ?? []).map(([traceparent, type, at]) => ({
-      traceparent,
-      type,
-      dispatches: raw.routed[at] ?? 0,
-    })),
+    traced: (raw.traced ?? [])
+      .filter(([traceparent, type]) => typeof traceparent === "string" && typeof type === "string")
+      .map(([traceparent, type, at]) => ({ traceparent, type, dispatches: raw.routed[at] ?? 0 })),
   };
 }
 

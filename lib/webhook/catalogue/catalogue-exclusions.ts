@@ -8,6 +8,11 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
   { method: "PATCH", route: "/v3/webhooks/:id", reason: "control plane: changing a webhook" },
   { method: "DELETE", route: "/v3/webhooks/:id", reason: "control plane: deleting a webhook" },
   { method: "POST", route: "/v3/webhooks/:id/rotate-secret", reason: "control plane: rotating a webhook's secret" },
+  {
+    method: "POST",
+    route: "/v3/webhooks/:id/expire-previous-secret",
+    reason: "control plane: ending a rotation's overlap",
+  },
   { method: "POST", route: "/v3/webhooks/:id/test", reason: "control plane: sends its own webhook.test event" },
   { method: "POST", route: "/v3/webhooks/:id/recover", reason: "control plane: redelivering past events" },
   { method: "POST", route: "/v3/webhook-dispatches/:id/retry", reason: "control plane: redelivering one event" },
