@@ -49,6 +49,27 @@ describe("loadConfig", () => {
     expect(attempt).toThrow(/ENABLE_API_EVENT_QUEUE:/);
   });
 
+  it("traces only with an OTLP endpoint: <endpoint>/v1/traces, or the traces endpoint as given", () => {
+    expect(loadConfig({}).tracing).toBeUndefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318/" }).tracing).toEqual({
+      url: "http://127.0.0.1:4318/v1/traces",
+      serviceName: "hooklane",
+    });
+    expect(
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318",
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://collector.example.com/traces",
+        OTEL_SERVICE_NAME: "hooklane-api",
+      }).tracing,
+    ).toEqual({ url: "https://collector.example.com/traces", serviceName: "hooklane-api" });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).tracing,
+    ).toBeUndefined();
+    expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "grpc://127.0.0.1:4317" })).toThrow(
+      /OTEL_EXPORTER_OTLP_ENDPOINT/,
+    );
+  });
+
   it("refuses production without its own keys, and allows no host there by default", () => {
     expect(() => loadConfig({ NODE_ENV: "production" })).toThrow(/WEBHOOK_SECRET_KEY: is required outside development/);
     const config = loadConfig({
