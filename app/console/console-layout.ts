@@ -82,3 +82,12 @@ export function when(iso: string | null | undefined, now = new Date()) {
   if (!iso) return "—";
   return html`<time datetime="${iso}" title="${iso}">${relativeTime(new Date(iso), now)}</time>`;
 }
+
+/**
+ * A deadline as a clock time, `2025-06-01 14:03 UTC`, then how far off it is: one to plan a switch by.
+ * Cut to the minute, never rounded up, so it is never later than the real one.
+ */
+export function until(iso: string, now = new Date()) {
+  const clock = `${iso.slice(0, 16).replace("T", " ")} UTC`;
+  return html`<time datetime="${iso}" title="${iso}">${clock}</time> (${relativeTime(new Date(iso), now)})`;
+}

@@ -235,6 +235,8 @@ describe("the console", () => {
     const forms: Array<[string, Record<string, string>]> = [
       [`/console/dispatches/${test.body.id}/retry`, { back: `webhooks/${hook.body.id}` }],
       [`/console/webhooks/${hook.body.id}/recover`, { hours: "24" }],
+      [`/console/webhooks/${hook.body.id}/rotate-secret`, { grace: "0" }],
+      [`/console/webhooks/${hook.body.id}/expire-previous-secret`, {}],
       ["/console/login", { token }],
       ["/console/logout", {}],
     ];
@@ -265,6 +267,37 @@ describe("the console", () => {
     expect(await dispatch()).toMatchObject({ status: "exhausted", run: 1 });
     expect((await page("/console")).status).toBe(200);
     expect((await harness.call("GET", `/v3/webhooks/${hook.body.id}/dispatches`, OWNER)).body.data.length).toBe(1);
+    const audit = await harness.call("GET", `/v3/audit-log?target=${hook.body.id}&limit=100`, OWNER);
+    expect(audit.body.data.filter((e: { action: string }) => e.action.includes("secret"))).toEqual([]);
+  });
+
+  it("rotates with a grace it offered, the API's default when none is sent, and refuses any other", async () => {
+    const hook = await harness.call("POST", "/v3/webhooks", {
+      ...OWNER,
+      body: { url: `${receiver.url}/rotated`, events: ["*"] },
+    });
+    const rotate = `/console/webhooks/${hook.body.id}/rotate-secret`;
+    expect((await page(`/console/webhooks/${hook.body.id}`)).html).toMatch(
+      /<option value="86400" selected>24 hours \(default\)<\/option>/,
+    );
+    // Blank must not read as 0 (stop the old secret now); nor may a grace the page does not offer pass.
+    for (const grace of ["", "5", "7200.0", " 3600"]) {
+      const refused = await post(rotate, { grace });
+      expect(refused.status, JSON.stringify(grace)).toBe(400);
+      expect(await refused.text()).toContain("Choose one of the offered grace periods.");
+    }
+    // A form from before the choice carries none: the API's 24 h.
+    for (const fields of [{ grace: "3600" }, {}] as Array<Record<string, string>>) {
+      const rotated = await post(rotate, fields);
+      expect(rotated.status).toBe(303);
+      expect(rotated.headers.get("location")).toMatch(new RegExp(`^/console/webhooks/${hook.body.id}/secret/`));
+    }
+    const audit = await harness.call("GET", `/v3/audit-log?target=${hook.body.id}&limit=100`, OWNER);
+    const rotations = audit.body.data.filter((e: { action: string }) => e.action === "webhook.secret-rotated");
+    expect(rotations.map((e: { detail: unknown }) => e.detail).reverse()).toEqual([
+      { graceSeconds: 3_600 },
+      { graceSeconds: 86_400 },
+    ]);
   });
 
   it("sends the security headers with every console page and answer", async () => {

@@ -1,7 +1,7 @@
 import { html } from "hono/html";
 import { hears } from "../../lib/webhook/catalogue/subscribable-events.ts";
 import { FILTER_MAX_LENGTH } from "../../lib/webhook/outbound/webhook-filter.ts";
-import { layout, tokenField, type PageContext } from "./console-layout.ts";
+import { layout, tokenField, until, type PageContext } from "./console-layout.ts";
 import type { EventType, Webhook } from "./console-webhook-pages.ts";
 
 /** What the form sends: shown again as it was when the API refuses it. */
@@ -185,7 +185,13 @@ export function secretPage(input: {
     rotated ? "Secret rotated" : "Webhook created",
     html`<p class="warning" role="alert">
         Copy this signing secret now: it is shown only this once, and only its encrypted form is kept.
-        ${rotated ? "The previous secret keeps signing alongside it for its grace period." : ""}
+        ${
+          !rotated
+            ? ""
+            : w.previousSecretExpires
+              ? html`The previous secret keeps signing alongside it until ${until(w.previousSecretExpires)}.`
+              : "The previous secret no longer signs."
+        }
       </p>
       <p><label for="secret">Signing secret</label></p>
       <p><code class="secret" id="secret">${secret}</code></p>

@@ -6,7 +6,8 @@ import type { webhookHealthSchema } from "../routes/v3/webhook-health.ts";
 import { healthCharts, type HealthHistories } from "./health-chart.ts";
 import { liveEvery } from "./console-live.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
-import { layout, tokenField, when, type PageContext } from "./console-layout.ts";
+import { ROTATION_OVERLAP_MS } from "../routes/v3/webhook-rotate-secret.ts";
+import { layout, tokenField, until, when, type PageContext } from "./console-layout.ts";
 import { dispatchAction, recoveriesList, recoveryFinished, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
 
 export type Webhook = z.output<typeof webhookSchema>;
@@ -24,6 +25,15 @@ export interface LogFilters {
   /** An event id (`evt_…`) or a resource id. */
   q?: string | undefined;
 }
+
+/** The graces the console offers a rotation, in seconds, with their names; the API's default is chosen. */
+export const ROTATION_GRACES = [
+  [0, "none — stop it now (a leak)"],
+  [3_600, "1 hour"],
+  [7_200, "2 hours"],
+  [86_400, "24 hours"],
+  [604_800, "7 days"],
+] as const;
 
 const pct = (rate: number | null) => (rate === null ? "—" : `${Math.round(rate * 1000) / 10} %`);
 
@@ -220,13 +230,10 @@ export function webhookPage(input: {
         <form class="inline" method="post" action="${base}/webhooks/${w.id}/test">
           ${tokenField(csrf)}<button>Send test event</button>
         </form>
-        <form class="inline" method="post" action="${base}/webhooks/${w.id}/rotate-secret">
-          ${tokenField(csrf)}<button>Rotate secret</button>
-        </form>
         <a href="${base}/webhooks/${w.id}/delete">Delete…</a>
       </div>
       <div id="webhook-health" ${liveEvery(live, 10)}>${healthFacts(input.health)}</div>
-      ${healthCharts(input.histories, "webhook", "Over time")}
+      ${healthCharts(input.histories, "webhook", "Over time")} ${signingSecret(w, context)}
       <h2 id="recoveries">Bulk recovery</h2>
       <form class="filters" method="post" action="${base}/webhooks/${w.id}/recover">
         ${tokenField(csrf)}
@@ -299,6 +306,37 @@ export function webhookPage(input: {
       </p>`,
     { signedIn: true, ...context, notice: input.notice, live },
   );
+}
+
+/** Rotating the secret, with the grace the old one keeps signing for, and ending a rotation's overlap early. */
+function signingSecret(w: Webhook, { csrf, base }: PageContext) {
+  const defaultGrace = ROTATION_OVERLAP_MS / 1_000;
+  return html`<h2>Signing secret</h2>
+    ${
+      // The API names it only while it is still ahead.
+      w.previousSecretExpires
+        ? html`<div class="actions">
+            <span>The previous secret also signs until ${until(w.previousSecretExpires)}.</span>
+            <form class="inline" method="post" action="${base}/webhooks/${w.id}/expire-previous-secret">
+              ${tokenField(csrf)}<button>Stop the previous secret now</button>
+            </form>
+          </div>`
+        : ""
+    }
+    <form class="filters" method="post" action="${base}/webhooks/${w.id}/rotate-secret">
+      ${tokenField(csrf)}
+      <label
+        >Keep the old secret signing for
+        <select name="grace">
+          ${ROTATION_GRACES.map(([seconds, name]) =>
+            seconds === defaultGrace
+              ? html`<option value="${seconds}" selected>${name} (default)</option>`
+              : html`<option value="${seconds}">${name}</option>`,
+          )}
+        </select></label
+      >
+      <button>Rotate secret</button>
+    </form>`;
 }
 
 /** A hold in seconds, as people say it. */

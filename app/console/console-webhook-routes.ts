@@ -16,7 +16,14 @@ import {
 } from "./console-webhook-edit-pages.ts";
 import type { HealthHistories } from "./health-chart.ts";
 import { handOverSecret, takeSecret } from "./secret-handover.ts";
-import { webhookPage, webhooksPage, type EventType, type LogFilters, type Webhook } from "./console-webhook-pages.ts";
+import {
+  ROTATION_GRACES,
+  webhookPage,
+  webhooksPage,
+  type EventType,
+  type LogFilters,
+  type Webhook,
+} from "./console-webhook-pages.ts";
 
 const PAGE_SIZE = 25;
 const LOG_PAGE_SIZE = 50;
@@ -32,6 +39,15 @@ const webhookForm = z.object({
     .optional()
     .transform((f) => (f === undefined ? undefined : f.trim() === "" ? null : f)),
   scheme: z.enum(["hooklane-v1", "standard-webhooks"]).optional(),
+});
+
+// One of the offered graces, exactly: a blank or odd value must not become 0, which stops the old secret at once.
+// Absent (a page from before the choice): the API's default.
+const rotateForm = z.object({
+  grace: z
+    .enum(ROTATION_GRACES.map(([seconds]) => String(seconds)))
+    .transform(Number)
+    .optional(),
 });
 
 /** What a form sent, whatever it was: shown again when it is refused, so nothing typed or ticked is lost. */
@@ -100,9 +116,12 @@ function logQuery(filters: LogFilters, cursor: string | undefined): URLSearchPar
 const back = (base: string, id: string, notice: string) =>
   `${base}/webhooks/${id}?notice=${encodeURIComponent(notice)}`;
 
-/** The webhooks: list with health, create, edit, pause and resume, rotate, test, delete, and one webhook's page. */
+/**
+ * The webhooks: list with health, create, edit, pause and resume, rotate (and end a rotation's overlap), test,
+ * delete, and one webhook's page.
+ */
 export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, tools: ConsoleTools): void {
-  const { call, context, signIn, refused } = tools;
+  const { call, context, signIn, refused, badForm } = tools;
   const idOf = (c: Context<HooklaneEnv>) => encodeURIComponent(c.req.param("id") ?? "");
   /** Runs `then` with a successful answer; the sign-in page or the API's refusal otherwise. */
   const answered = (c: Context<HooklaneEnv>, answer: ApiAnswer | undefined, then: (body: any) => Page): Page =>
@@ -244,8 +263,16 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
   }
 
   app.post(`${prefix}/webhooks/:id/rotate-secret`, async (c) => {
-    const rotated = await call(c, "POST", `/v3/webhooks/${idOf(c)}/rotate-secret`);
+    const form = rotateForm.safeParse(await c.req.parseBody());
+    if (!form.success) return badForm(c, "Choose one of the offered grace periods.");
+    const rotated = await call(c, "POST", `/v3/webhooks/${idOf(c)}/rotate-secret`, form.data);
     return answered(c, rotated, (hook) => toSecretPage(c, hook, true));
+  });
+
+  app.post(`${prefix}/webhooks/:id/expire-previous-secret`, async (c) => {
+    const expired = await call(c, "POST", `/v3/webhooks/${idOf(c)}/expire-previous-secret`);
+    const notice = "The previous secret no longer signs: deliveries carry only the current secret's signature.";
+    return answered(c, expired, (hook) => c.redirect(back(context(c).base, hook.id, notice), 303));
   });
 
   app.post(`${prefix}/webhooks/:id/test`, async (c) => {
