@@ -23,7 +23,8 @@ export const requestLog = createMiddleware<HooklaneEnv>(async (c, next) => {
   const { logger, tracing } = c.get("hooklane");
   const span = tracing?.start(`${c.req.method}`, c.req.header("traceparent"), {
     kind: SpanKind.SERVER,
-    attributes: { "http.request.method": c.req.method, "url.path": c.req.path },
+    // The route's template only (set at the end), never the path: a portal session's path holds its token.
+    attributes: { "http.request.method": c.req.method },
   });
   const log = (logger ?? silentLogger).child({
     requestId: c.get("requestId"),

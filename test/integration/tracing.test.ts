@@ -182,6 +182,7 @@ describe("tracing, API and worker in separate processes", () => {
     expect(exported).not.toContain(subscribed.body.secret);
     expect(exported).not.toContain('"payload"');
     expect(exported).not.toContain("pd_");
+    expect(request!.attributes["url.path"]).toBeUndefined();
 
     console.log(
       `[tracing] one trace ${CALLER_TRACE}: ${trace
