@@ -12,6 +12,7 @@ import type { Hooklane } from "../lib/hooklane.ts";
 import { consoleRoutes } from "./console/console-routes.ts";
 import { apiReferenceRoutes } from "./routes/api-reference.ts";
 import { opsRoutes } from "./routes/ops/ops-routes.ts";
+import { keySetRoutes } from "./routes/keys/jwks.ts";
 import { v3Routes } from "./routes/v3/index.ts";
 import { securityHeaders } from "./security-headers.ts";
 
@@ -45,6 +46,8 @@ export function createApp(hooklane: Hooklane): Hono<HooklaneEnv> {
       },
     }),
   );
+  // Public keys for receivers: no token, nothing read from the request but its path.
+  app.route("/", keySetRoutes());
   // Only authenticated callers get their body read; every JSON parser comes after the depth check.
   // The console calls the API in-process, so its pages count against the same rates.
   app.use("/v3/*", requireAuth, rateLimit(), limitJsonDepth);

@@ -10,6 +10,7 @@ import { createHttpSender, type HttpSender } from "./webhook/outbound/webhook-ht
 import type { DeliverDeps } from "./webhook/outbound/webhook-out-deliver.handler.ts";
 import { createApiEventPublisher } from "./webhook/outbound/webhook-out-route.publisher.ts";
 import { createSecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
+import { createSigningKeyStore } from "./webhook/outbound/webhook-signing-keys.ts";
 import { createSubscriptionCache } from "./webhook/outbound/webhook-subscription-cache.ts";
 import { startPostgresLane, type Lane } from "./webhook/transport/postgres/postgres-lane.ts";
 import { createPostgresTransport } from "./webhook/transport/postgres/postgres-transport.ts";
@@ -112,6 +113,7 @@ export function deliverDeps(hooklane: Hooklane, sender: HttpSender): DeliverDeps
     outboundEnabled: config.outboundEnabled,
     sender,
     secrets: hooklane.secrets,
+    signingKeys: createSigningKeyStore(hooklane.database, hooklane.secrets),
     tracing: hooklane.tracing,
   };
 }

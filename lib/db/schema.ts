@@ -160,6 +160,11 @@ export const webhook = pgTable(
      */
     filter: text("filter"),
     filterPath: jsonpath("filter_path"),
+    /**
+     * With the standard-webhooks scheme: every delivery is also signed with its account's ed25519 key (`v1a`,
+     * `webhook_signing_key`), which receivers verify from the account's published keys, holding no secret.
+     */
+    asymmetricSignature: boolean("asymmetric_signature").notNull().default(false),
     /** The signing secret, encrypted (compact JWE); never stored in clear. */
     secretSealed: text("secret_sealed").notNull(),
     /** The previous secret during a rotation; signs as the second v1 until it expires. */
@@ -225,6 +230,29 @@ export const webhook = pgTable(
   ],
 );
 export type Webhook = typeof webhook.$inferSelect;
+
+/**
+ * An account's ed25519 signing keys (`account` null: global webhooks'), for `v1a` signatures. The key that signs is
+ * the newest whose `signs_from` has come; every key is published (JWKS) from its creation until `published_until`
+ * (null: while it may sign), so a receiver's cached key set has a new key before it signs anything.
+ */
+export const webhookSigningKey = pgTable(
+  "webhook_signing_key",
+  {
+    /** The `kid`: `whk_…`, sent with every `v1a` signature (`webhook-key-id`). */
+    id: prefixedId("whk"),
+    account: text("account"),
+    /** The raw 32-byte public key, base64url: a JWK's `x`. */
+    publicKey: text("public_key").notNull(),
+    /** The private key (PKCS#8, base64), sealed like a webhook secret. */
+    privateKeySealed: text("private_key_sealed").notNull(),
+    signsFrom: timestamp("signs_from", { withTimezone: true, mode: "date" }).notNull().defaultNow(),
+    publishedUntil: timestamp("published_until", { withTimezone: true, mode: "date" }),
+    createdAt: createdAt(),
+  },
+  (t) => [index("webhook_signing_key_account_idx").on(t.account, t.signsFrom)],
+);
+export type WebhookSigningKey = typeof webhookSigningKey.$inferSelect;
 
 /**
  * `skipped`: finished without delivery, on purpose — its webhook was deleted,

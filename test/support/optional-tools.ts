@@ -4,7 +4,7 @@ import { existsSync } from "node:fs";
 /**
  * What some suites need beyond `npm install`, each with why a suite is
  * skipped without it. `npm test` runs everything else; `.ci/run` installs
- * all of them, so CI runs every suite. `HOOKLANE_TEST_WITHOUT=chromium,go,python3`
+ * all of them, so CI runs every suite. `HOOKLANE_TEST_WITHOUT=chromium,go,python3,python3-cryptography`
  * pretends a tool is missing, to check that `npm test` still passes without it.
  */
 const pretendMissing = new Set((process.env.HOOKLANE_TEST_WITHOUT ?? "").split(",").map((name) => name.trim()));
@@ -27,6 +27,11 @@ export const OPTIONAL_TOOLS = {
     present: !pretendMissing.has("python3") && runs("python3", ["--version"]),
     skips: "the Python signature snippets",
     install: "apt-get install python3",
+  },
+  "python3-cryptography": {
+    present: !pretendMissing.has("python3-cryptography") && runs("python3", ["-c", "import cryptography"]),
+    skips: "the Python v1a (ed25519) snippet",
+    install: "apt-get install python3-cryptography",
   },
   go: {
     present: !pretendMissing.has("go") && runs("go", ["version"]),

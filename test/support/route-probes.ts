@@ -112,6 +112,7 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: "/v3/webhooks/filter-preview",
     body: { events: ["payment-debt.created"], filter: 'currency in ["EUR"]' },
   }),
+  "POST /v3/webhook-signing-keys/rotate": () => ({ path: "/v3/webhook-signing-keys/rotate" }),
   "GET /v3/webhooks": () => ({ path: "/v3/webhooks" }),
   "GET /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}` }),
   "PATCH /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}`, body: { description: "probed" } }),

@@ -58,6 +58,10 @@ const PROBES: Record<string, Probe> = {
       body: { events: ["payment-debt.created"], filter: 'currency in ["EUR"]' },
     }),
   },
+  "POST /v3/webhook-signing-keys/rotate": {
+    kind: "collection",
+    request: () => ({ path: "/v3/webhook-signing-keys/rotate" }),
+  },
   "GET /v3/webhooks": {
     kind: "collection",
     support: "webhook.read",

@@ -8,7 +8,9 @@ import { generateWebhookSecret } from "../../../lib/webhook/outbound/webhook-sig
 import { owningAccount } from "./tenancy.ts";
 import { accountQuotas } from "./account-quotas.ts";
 import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
+import { ensureSigningKey } from "../../../lib/webhook/outbound/webhook-signing-keys.ts";
 import {
+  assertAsymmetricScheme,
   assertCallbackUrl,
   assertCustomHeaders,
   compileFilter,
@@ -48,6 +50,7 @@ export function addWebhookCreate(router: OperationRouter): void {
       }
       assertCallbackUrl(body.url, config.allowedHosts);
       assertCustomHeaders(body.headers, config.brand);
+      assertAsymmetricScheme(body.asymmetricSignature, body.scheme);
       // An account webhook for an account that does not exist yet would hear its events once someone creates it.
       const owner = body.scope === "global" ? null : await owningAccount(c, undefined);
       const audience = owner === null ? "global" : "account";
@@ -57,6 +60,8 @@ export function addWebhookCreate(router: OperationRouter): void {
       const secretSealed = await secrets.seal(secret);
       const headers = await sealHeaders(body.headers, secrets);
       const row = await accountQuotas.webhook(c, owner, async (tx) => {
+        // Its account's key exists before the webhook that signs with it.
+        if (body.asymmetricSignature) await ensureSigningKey(tx, owner, secrets);
         const [created] = await tx.db
           .insert(webhook)
           .values({
@@ -67,6 +72,7 @@ export function addWebhookCreate(router: OperationRouter): void {
             description: body.description,
             headers,
             ...filter,
+            asymmetricSignature: body.asymmetricSignature,
             rateLimit: body.rateLimit,
             heldEventMaxAge: body.heldEventMaxAge,
             ordering: body.ordering,

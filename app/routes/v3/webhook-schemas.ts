@@ -36,6 +36,10 @@ const ORDERING_HOLD_MAX =
 export const FILTER =
   'Which of its events the webhook gets, by the attributes the catalogue declares for them (`GET /v3/webhook-event-types` lists each type\'s `attributes`), read when the event was published; null: every event it subscribes to. An expression: `name == "value"`, `name != "value"`, `name in ["a", "b"]`, `exists(name)`, combined with `and`, `or`, `not` and parentheses (`not` binds tightest, then `and`, then `or`). Values are JSON strings compared exactly, as text; an attribute an event lacks or holds as null equals no value. Every attribute named must be declared by every event type the webhook hears. An event the filter does not match gets no dispatch: it is not in the delivery log and takes no `sequence` number. Example: `currency in ["EUR", "USD"] and not status == "void"`.';
 
+/** What `asymmetricSignature` means, wherever it is read or set. */
+const ASYMMETRIC =
+  "With the `standard-webhooks` scheme: every delivery is also signed with the account's ed25519 key, as Standard Webhooks `v1a` (`webhook-signature: v1,… v1a,…`), naming the key in `webhook-key-id`. Receivers verify it from the account's published keys, `GET /webhook-keys/<account>/jwks.json` (`global` for global webhooks), holding no secret. Keys rotate with `POST /v3/webhook-signing-keys/rotate`.";
+
 const SCHEME =
   "How deliveries are signed: `hooklane-v1` (a `Hooklane-Signature: t=…,v1=…` header, as Stripe signs) or `standard-webhooks` (`webhook-id`, `webhook-timestamp` and `webhook-signature`, per the Standard Webhooks specification).";
 
@@ -49,6 +53,7 @@ const EXAMPLE = {
   description: "Billing sync",
   headers: { "X-Team": "billing", "X-Api-Key": { secret: true } },
   filter: 'currency in ["EUR", "USD"]',
+  asymmetricSignature: false,
   scope: "account",
   account: "acc_4b1f9e2c7d8a4e6f9b0c1d2e3f4a5b6c",
   disabledReason: null,
@@ -74,6 +79,7 @@ export const webhookSchema = z
     description: z.string().describe("Free text for people, e.g. what the endpoint is for; empty when none was given."),
     headers: customHeadersOutput,
     filter: z.string().nullable().describe(FILTER),
+    asymmetricSignature: z.boolean().describe(ASYMMETRIC),
     scope: z
       .enum(["account", "global"])
       .describe("`account`: hears its account's events; `global` (no `account`): hears every account's events."),
@@ -157,6 +163,7 @@ export const createWebhookBody = z
     headers: customHeadersInput.default({}),
     filter: filter.default(null),
     scheme: z.enum(SIGNATURE_SCHEMES).default("hooklane-v1").describe(SCHEME),
+    asymmetricSignature: z.boolean().default(false).describe(ASYMMETRIC),
     rateLimit: rateLimit.default(null),
     heldEventMaxAge: heldEventMaxAge.default(null),
     ordering: ordering.default("none"),
@@ -178,6 +185,7 @@ export const updateWebhookBody = z
     ),
     filter: filter.describe(`${FILTER} Applies to events routed from then on.`),
     scheme: z.enum(SIGNATURE_SCHEMES).describe(`${SCHEME} Takes effect from the next attempt.`),
+    asymmetricSignature: z.boolean().describe(`${ASYMMETRIC} Takes effect from the next attempt.`),
     rateLimit,
     heldEventMaxAge,
     ordering: ordering.describe(
@@ -204,6 +212,7 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
     description: row.description,
     headers: presentHeaders(row.headers),
     filter: row.filter,
+    asymmetricSignature: row.asymmetricSignature,
     scope: row.account === null ? "global" : "account",
     account: row.account,
     disabledReason: row.disabledReason,
@@ -309,4 +318,13 @@ export function compileFilter(
   const undeclared = undeclaredAttribute(parsed, entries);
   if (undeclared) throw refuse(undeclared);
   return { filter: given, filterPath: filterPath(parsed) };
+}
+
+/** `asymmetricSignature` goes with the standard-webhooks scheme only (v1a is its version): a 422 naming it otherwise. */
+export function assertAsymmetricScheme(asymmetric: boolean, scheme: string): void {
+  if (!asymmetric || scheme === "standard-webhooks") return;
+  const message = "ed25519 signatures (v1a) are Standard Webhooks': set `scheme` to `standard-webhooks` with them";
+  throw new ApiError(422, "Unprocessable Content", `asymmetricSignature: ${message}`, {
+    errors: [{ field: "asymmetricSignature", message }],
+  });
 }

@@ -9,7 +9,9 @@ import { releaseOrdering } from "../../../lib/db/sql/ordering-holds.ts";
 import { skipHeldDispatches } from "../../../lib/db/sql/skip-dispatches.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
 import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
+import { ensureSigningKey } from "../../../lib/webhook/outbound/webhook-signing-keys.ts";
 import {
+  assertAsymmetricScheme,
   assertCallbackUrl,
   assertCustomHeaders,
   assertSecretsFollowUrl,
@@ -63,6 +65,8 @@ export function addWebhookUpdate(router: OperationRouter): void {
       if (body.url !== undefined) assertCallbackUrl(body.url, config.allowedHosts);
       if (body.headers !== undefined) assertCustomHeaders(body.headers, config.brand, before.headers);
       assertSecretsFollowUrl(before, body);
+      const asymmetric = body.asymmetricSignature ?? before.asymmetricSignature;
+      assertAsymmetricScheme(asymmetric, body.scheme ?? before.scheme);
       const headers = body.headers === undefined ? undefined : await sealHeaders(body.headers, secrets, before.headers);
       const audience = before.account === null ? "global" : "account";
       const events =
@@ -74,6 +78,9 @@ export function addWebhookUpdate(router: OperationRouter): void {
           : compileFilter(body.filter === undefined ? before.filter : body.filter, events ?? before.events, audience);
       const statusChanges = body.status !== undefined && body.status !== before.status;
       const { row, skipped } = await database.transaction(async (tx) => {
+        if (body.asymmetricSignature && !before.asymmetricSignature) {
+          await ensureSigningKey(tx, before.account, secrets);
+        }
         const [updated] = await tx.db
           .update(webhook)
           .set({
@@ -89,6 +96,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
             ...(headers === undefined ? {} : { headers }),
             ...(body.filter === undefined ? {} : filter),
             ...(body.scheme === undefined ? {} : { scheme: body.scheme }),
+            ...(body.asymmetricSignature === undefined ? {} : { asymmetricSignature: body.asymmetricSignature }),
             ...(body.heldEventMaxAge === undefined ? {} : { heldEventMaxAge: body.heldEventMaxAge }),
             ...(body.ordering === undefined ? {} : { ordering: body.ordering }),
             ...(body.orderingHoldMax === undefined ? {} : { orderingHoldMax: body.orderingHoldMax }),

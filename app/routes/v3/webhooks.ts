@@ -24,6 +24,7 @@ import { addWebhookRead } from "./webhook-read.ts";
 import { addWebhookRecovery } from "./webhook-recovery.ts";
 import { addWebhookResend } from "./webhook-resend.ts";
 import { addWebhookRotateSecret } from "./webhook-rotate-secret.ts";
+import { addWebhookSigningKeys } from "./webhook-signing-keys.ts";
 import { addWebhookTestEvent } from "./webhook-test-event.ts";
 import { addWebhookUpdate } from "./webhook-update.ts";
 
@@ -38,6 +39,7 @@ export const TENANT_SCOPED_PREFIXES = [
   "/v3/portal-sessions",
   "/v3/health-history",
   "/v3/events",
+  "/v3/webhook-signing-keys",
 ] as const;
 /** Paths of the whole control plane, documented in `/openapi.json`: the scoped objects, the shared catalogue, the lane. */
 export const CONTROL_PLANE_PREFIXES = [
@@ -66,6 +68,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addWebhookUpdate,
     addWebhookDelete,
     addWebhookRotateSecret,
+    addWebhookSigningKeys,
     addWebhookTestEvent,
     addWebhookDispatchLog,
     addWebhookDispatchSearch,

@@ -27,7 +27,8 @@
 --   3. Rate tokens spent and probes sent, written to their webhooks.
 --   4. This worker's book row: what it had running and what it took.
 -- Returns {groups, cursor, waitMs, contended}: per webhook taken from, what its attempts need of it and its leased
--- dispatches (each with its trace's `traceparent`, null without one); where the next claim starts; when to claim again (0 now, null when nothing is scheduled); and whether
+-- dispatches (each with its trace's `traceparent`, null without one; the webhook with its owning account and whether
+-- it also signs with its account's ed25519 key); where the next claim starts; when to claim again (0 now, null when nothing is scheduled); and whether
 -- a key another claim held made it pass a webhook over.
 CREATE OR REPLACE FUNCTION hooklane_claim_dispatches(
   p_worker text, p_limit integer, p_lease_ms integer, p_after text, p_only text,
@@ -204,7 +205,8 @@ BEGIN
     -- Read under its keys: the webhook as it is (no other claim spends its rate tokens or sends its probe meanwhile),
     -- and what the other workers have in flight there, as the claims that held these keys before left it. One whose
     -- URL or owner changed since the walk read it is left for the next claim: its keys are not the ones held.
-    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.url, wh.scheme, wh.headers,
+    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.account, wh.asymmetric_signature,
+      wh.url, wh.scheme, wh.headers,
       wh.secret_sealed, wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
       wh.rate_refilled_at, wh.breaker_open_until, wh.ordering, wh.ordering_hold_max,
       coalesce(sum((b.by_webhook ->> v_hook)::integer), 0) AS others_webhook,
@@ -314,7 +316,7 @@ BEGIN
       -- Per webhook: what its attempts need of it, once, and its leased rows.
       SELECT json_build_object(
           'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
-            'headers', nullif(w.headers, '{}'::jsonb),
+            'headers', nullif(w.headers, '{}'::jsonb), 'asymmetric', w.asymmetric_signature, 'owner', w.account,
             'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
             'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
           'rows', json_agg(json_build_object(
@@ -344,7 +346,7 @@ BEGIN
       -- Per webhook: what its attempts need of it, once, and its leased rows.
       SELECT json_build_object(
           'webhook', json_build_object('id', v_hook, 'url', w.url, 'origin', w.origin, 'scheme', w.scheme,
-            'headers', nullif(w.headers, '{}'::jsonb),
+            'headers', nullif(w.headers, '{}'::jsonb), 'asymmetric', w.asymmetric_signature, 'owner', w.account,
             'secretSealed', w.secret_sealed, 'previousSecretSealed', w.previous_secret_sealed,
             'previousSecretExpiresAt', w.previous_secret_expires_at, 'probe', v_probe),
           'rows', json_agg(json_build_object(

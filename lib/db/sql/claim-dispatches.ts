@@ -20,6 +20,10 @@ export interface ClaimedDispatch {
   scheme: SignatureScheme;
   /** The webhook's own headers (null or absent: none). */
   headers?: StoredHeaders | null;
+  /** The webhook's owning account (null: a global webhook; absent from a claim older than this code). */
+  owner?: string | null;
+  /** standard-webhooks: also sign with the owner's ed25519 key (`v1a`). */
+  asymmetric?: boolean;
   secretSealed: string;
   previousSecretSealed: string | null;
   previousSecretExpiresAt: Date | null;
@@ -103,7 +107,15 @@ export interface RawClaim {
   groups: Array<{
     webhook: Pick<
       ClaimedRow,
-      "url" | "origin" | "scheme" | "headers" | "secretSealed" | "previousSecretSealed" | "probe"
+      | "url"
+      | "origin"
+      | "scheme"
+      | "headers"
+      | "owner"
+      | "asymmetric"
+      | "secretSealed"
+      | "previousSecretSealed"
+      | "probe"
     > & {
       id: string;
       previousSecretExpiresAt: string | null;

@@ -11,11 +11,14 @@ import { decideRetry } from "./webhook-retry-policy.ts";
 import type { SecretSealer } from "./webhook-secret-seal.ts";
 import { endSpan, SpanKind, traceIdOf, type Tracing } from "../../observability/tracing.ts";
 import { generateWebhookSecret, signatureHeaders } from "./webhook-signature.ts";
+import type { SigningKeyStore } from "./webhook-signing-keys.ts";
 
 /** What signing an attempt needs. */
 export interface SigningDeps {
   brand: string;
   secrets: SecretSealer;
+  /** The accounts' ed25519 keys, for webhooks that also sign `v1a`. */
+  signingKeys?: SigningKeyStore | undefined;
 }
 
 /** What deciding an attempt's consequence needs. */
@@ -129,6 +132,10 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
     payload: dispatch.payload,
     secrets: mode === "bad-signature" ? [generateWebhookSecret()] : await webhookSecrets(deps, dispatch, at),
     timestamp: mode === "late" ? now - LATE_TEST_EVENT_SECONDS : now,
+    ed25519:
+      dispatch.asymmetric && dispatch.scheme === "standard-webhooks" && mode !== "bad-signature"
+        ? await signingKeysOf(deps).signer(dispatch.owner ?? null, at)
+        : undefined,
   });
   // The webhook's own headers first: none of them may be one of these (customHeadersRefusal).
   const own = await openHeaders(dispatch.headers, deps.secrets, deps.brand);
@@ -143,6 +150,11 @@ export async function signAttempt(deps: SigningDeps, dispatch: ClaimedDispatch, 
     manifest: mode ? { ...signed.manifest, mode } : signed.manifest,
     secretHeaders: own.secrets,
   };
+}
+
+function signingKeysOf(deps: SigningDeps): SigningKeyStore {
+  if (!deps.signingKeys) throw new Error("a webhook signs with ed25519 but this process has no signing keys");
+  return deps.signingKeys;
 }
 
 /** The active secret, then the previous one while its rotation's grace period lasts. */

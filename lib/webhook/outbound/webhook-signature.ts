@@ -1,6 +1,7 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, randomBytes, sign } from "node:crypto";
 
 import type { SignatureManifest, SignatureScheme } from "../../db/schema.ts";
+import type { Signer } from "./webhook-signing-keys.ts";
 
 export interface SignatureInput {
   scheme: SignatureScheme;
@@ -12,6 +13,8 @@ export interface SignatureInput {
   secrets: string[];
   /** Unix seconds. */
   timestamp: number;
+  /** standard-webhooks only: also sign with this ed25519 key (`v1a`), naming it in `webhook-key-id`. */
+  ed25519?: Signer | undefined;
 }
 
 const SECRET_PREFIX = "whsec_";
@@ -49,11 +52,17 @@ export function signatureHeaders(input: SignatureInput): {
       const key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
       value += `${value ? " " : ""}v1,${createHmac("sha256", key).update(signed).digest("base64")}`;
     }
+    if (input.ed25519) {
+      // Standard Webhooks' asymmetric version, over the same content; a verifier of v1 alone passes over it.
+      value += ` v1a,${sign(null, Buffer.from(signed), input.ed25519.key).toString("base64")}`;
+      headers["webhook-key-id"] = input.ed25519.kid;
+    }
     headers["webhook-id"] = eventId;
     headers["webhook-timestamp"] = String(timestamp);
     headers["webhook-signature"] = value;
   }
-  return { headers, manifest: { timestamp, scheme, signatures: secrets.length } };
+  const asymmetric = scheme === "standard-webhooks" && input.ed25519 ? 1 : 0;
+  return { headers, manifest: { timestamp, scheme, signatures: secrets.length + asymmetric } };
 }
 
 function hooklaneDigest(secret: string, signed: string): string {

@@ -3,6 +3,14 @@
 // table through any client with a `query` method). Dependency-free on purpose (Web Crypto, TextEncoder, btoa and atob only): it runs in Node, Deno, Bun and edge
 // runtimes alike, and a subscriber may copy this one file.
 
+/** A public key of a key set, as a JWKS document lists it: only OKP Ed25519 keys (`x`) verify `v1a`. */
+export interface JsonWebKeyLike {
+  kty?: string;
+  crv?: string;
+  kid?: string;
+  x?: string;
+}
+
 /** The two signature schemes a webhook may use. */
 export type WebhookScheme = "hooklane-v1" | "standard-webhooks";
 
@@ -62,7 +70,13 @@ export interface VerifyWebhookInput {
   payload: string | Uint8Array;
   headers: WebhookHeaders;
   /** The webhook's `whsec_…` secret, or several while you rotate your own copy: any one may match. */
-  secret: string | readonly string[];
+  secret?: string | readonly string[];
+  /**
+   * Instead of a secret: the sender's published key set (`GET /webhook-keys/<account>/jwks.json`, fetched and
+   * cached as its `Cache-Control` says) for Standard Webhooks `v1a` (ed25519) signatures. The delivery's
+   * `webhook-key-id` names the key; a key not in the set does not verify.
+   */
+  jwks?: { keys: readonly JsonWebKeyLike[] };
   /** The sender's brand, the prefix of `<Brand>-Signature`: "Hooklane" by default. */
   brand?: string;
   /** How far the signature's timestamp may be from `now`, either way: 300 seconds by default. */
@@ -80,7 +94,9 @@ export interface VerifiedWebhook {
 }
 
 /**
- * Verifies one delivery and returns its parsed event. The scheme is taken from the headers:
+ * Verifies one delivery and returns its parsed event. With `jwks`, its Standard Webhooks `v1a` (ed25519) signature
+ * is checked against the key `webhook-key-id` names in that set, and no secret is needed. Otherwise the scheme is
+ * taken from the headers:
  * `webhook-signature` means Standard Webhooks (`webhook-id`, `webhook-timestamp`, `v1,<base64>` values
  * separated by spaces, keyed by the base64 after `whsec_`), otherwise `<Brand>-Signature` means
  * hooklane-v1 (`t=<unix>,v1=<hex>[,v1=<hex>…]`, keyed by the whole secret, as Stripe does). The delivery
@@ -90,20 +106,30 @@ export interface VerifiedWebhook {
  */
 export async function verifyWebhook(input: VerifyWebhookInput): Promise<VerifiedWebhook> {
   const { brand = "Hooklane", toleranceSeconds = 300, now = Date.now() } = input;
-  const secrets = typeof input.secret === "string" ? [input.secret] : input.secret;
-  if (secrets.length === 0 || secrets.some((secret) => secret === "")) {
-    throw new TypeError("verifyWebhook needs the webhook's secret");
-  }
-  const signed = readSignatureHeaders(headerReader(input.headers), brand);
+  const header = headerReader(input.headers);
   const body = typeof input.payload === "string" ? encoder.encode(input.payload) : input.payload;
-  const content = concat(encoder.encode(signed.prefix), body);
-
-  let matched = false;
-  for (const secret of secrets) {
-    const expected = await digest(signed.scheme, secret, content);
-    for (const candidate of signed.candidates) if (constantTimeEqual(candidate, expected)) matched = true;
+  let signed: SignatureHeaders;
+  if (input.jwks) {
+    signed = readSignatureHeaders(header, brand, "v1a");
+    if (signed.scheme !== "standard-webhooks") throw new WebhookVerificationError("missing-headers");
+    const content = concat(encoder.encode(signed.prefix), body);
+    if (!(await verifiesWithKeySet(input.jwks.keys, header("webhook-key-id"), signed.candidates, content))) {
+      throw new WebhookVerificationError("no-matching-signature");
+    }
+  } else {
+    const secrets = typeof input.secret === "string" ? [input.secret] : (input.secret ?? []);
+    if (secrets.length === 0 || secrets.some((secret) => secret === "")) {
+      throw new TypeError("verifyWebhook needs the webhook's secret, or the sender's key set (jwks)");
+    }
+    signed = readSignatureHeaders(header, brand, "v1");
+    const content = concat(encoder.encode(signed.prefix), body);
+    let matched = false;
+    for (const secret of secrets) {
+      const expected = await digest(signed.scheme, secret, content);
+      for (const candidate of signed.candidates) if (constantTimeEqual(candidate, expected)) matched = true;
+    }
+    if (!matched) throw new WebhookVerificationError("no-matching-signature");
   }
-  if (!matched) throw new WebhookVerificationError("no-matching-signature");
   // Checked after the signature, so this reason only ever describes a genuine delivery.
   if (Math.abs(Math.floor(now / 1_000) - signed.timestamp) > toleranceSeconds) {
     throw new WebhookVerificationError("timestamp-outside-tolerance");
@@ -122,14 +148,18 @@ interface SignatureHeaders {
   candidates: string[];
 }
 
-function readSignatureHeaders(header: (name: string) => string | undefined, brand: string): SignatureHeaders {
+function readSignatureHeaders(
+  header: (name: string) => string | undefined,
+  brand: string,
+  version: "v1" | "v1a",
+): SignatureHeaders {
   const standard = header("webhook-signature");
   if (standard !== undefined) {
     const id = header("webhook-id");
     const timestamp = header("webhook-timestamp");
     if (id === undefined || timestamp === undefined) throw new WebhookVerificationError("missing-headers");
-    // `v1,<base64>` values separated by spaces; other versions (such as v1a) are not ours to check.
-    const candidates = valuesNamed(standard.split(" "), ",", "v1");
+    // `<version>,<base64>` values separated by spaces; other versions are not checked here.
+    const candidates = valuesNamed(standard.split(" "), ",", version);
     return checked("standard-webhooks", [timestamp], candidates, `${id}.`);
   }
   const hooklane = header(`${brand}-Signature`);
@@ -174,6 +204,35 @@ async function digest(scheme: WebhookScheme, secret: string, content: Uint8Array
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", cryptoKey, content));
   if (scheme === "standard-webhooks") return btoa(String.fromCharCode(...mac));
   return Array.from(mac, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** Whether a `v1a` value is the named key's ed25519 signature of `content` (Web Crypto's Ed25519). */
+async function verifiesWithKeySet(
+  keys: readonly JsonWebKeyLike[],
+  kid: string | undefined,
+  candidates: string[],
+  content: Uint8Array<ArrayBuffer>,
+): Promise<boolean> {
+  const jwk = keys.find((key) => key.kid === kid && key.kty === "OKP" && key.crv === "Ed25519" && key.x);
+  if (kid === undefined || !jwk) return false;
+  let key: Awaited<ReturnType<typeof crypto.subtle.importKey>>;
+  try {
+    key = await crypto.subtle.importKey("jwk", { kty: "OKP", crv: "Ed25519", x: jwk.x }, { name: "Ed25519" }, false, [
+      "verify",
+    ]);
+  } catch {
+    return false;
+  }
+  for (const candidate of candidates) {
+    let signature: Uint8Array<ArrayBuffer>;
+    try {
+      signature = Uint8Array.from(atob(candidate), (char) => char.charCodeAt(0));
+    } catch {
+      continue;
+    }
+    if (await crypto.subtle.verify("Ed25519", key, signature, content)) return true;
+  }
+  return false;
 }
 
 function standardWebhooksKey(secret: string): Uint8Array<ArrayBuffer> {
