@@ -205,6 +205,11 @@ describe("ed25519 signatures and published keys", () => {
     const after = (await (await keySet(harness.hooklane)).json()) as KeySet;
     expect(after.keys.map((key) => key.kid)).toEqual([rotated.body.id]);
     expect(await libraryVerifies(signedDuring, after)).toBe("no-matching-signature");
+    // An account's first key, made by a rotation, signs at once: there is nothing to overlap with.
+    await harness.accounts("acc_bob");
+    const first = await harness.call("POST", "/v3/webhook-signing-keys/rotate", { account: "acc_bob" });
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.signsFrom).toBe(first.body.created);
     const audit = await harness.call("GET", "/v3/audit-log?limit=100", { account: "acc_alice" });
     expect(
       (audit.body.data as Array<{ action: string; target: string }>).filter(

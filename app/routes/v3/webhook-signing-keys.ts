@@ -21,7 +21,7 @@ const signingKeySchema = z
     object: z.literal("webhook-signing-key"),
     account: z.string().nullable().describe("The account whose webhooks it signs for; null for global webhooks."),
     signsFrom: timestamp.describe(
-      `When it starts signing: ${JWKS_MAX_AGE_S} s after its creation, the key set's cache lifetime, so receivers have it first.`,
+      `When it starts signing: ${JWKS_MAX_AGE_S} s after its creation, the key set's cache lifetime, so receivers have it first (an account's first key: at once).`,
     ),
     created: timestamp,
   })
@@ -46,7 +46,7 @@ export function addWebhookSigningKeys(router: OperationRouter): void {
       path: "/v3/webhook-signing-keys/rotate",
       operationId: "rotateWebhookSigningKey",
       summary: "Rotate the ed25519 signing key",
-      description: `Makes a new ed25519 key for the account's webhooks that sign \`v1a\` (\`asymmetricSignature\`). It is in the account's key set (\`GET /webhook-keys/<account>/jwks.json\`) at once and signs from ${JWKS_MAX_AGE_S} s later, so a receiver that caches the set as told has it before any delivery needs it; the key it replaces stays in the set ${KEY_OVERLAP_S} s after that, then leaves it (a signature by it no longer verifies). Audited.`,
+      description: `Makes a new ed25519 key for the account's webhooks that sign \`v1a\` (\`asymmetricSignature\`). It is in the account's key set (\`GET /webhook-keys/<account>/jwks.json\`) at once and signs from ${JWKS_MAX_AGE_S} s later (an account's first key: at once), so a receiver that caches the set as told has it before any delivery needs it; the key it replaces stays in the set ${KEY_OVERLAP_S} s after that, then leaves it (a signature by it no longer verifies). Audited.`,
       tag: "Webhooks",
       body: rotateBody,
       bodyOptional: true,

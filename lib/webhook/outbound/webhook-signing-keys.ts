@@ -47,8 +47,8 @@ export async function ensureSigningKey(tx: Database, account: string | null, sec
 }
 
 /**
- * Rotates an account's key: a new one, published now and signing JWKS_MAX_AGE_S from now; the keys it replaces
- * stay published until KEY_OVERLAP_S after that. Returns the new key's id and when it starts signing.
+ * Rotates an account's key: a new one, published now and signing JWKS_MAX_AGE_S from now (at once for an account's
+ * first key); the keys it replaces stay published until KEY_OVERLAP_S after that. Returns the new key's id and when it starts signing.
  */
 export async function rotateSigningKey(
   tx: Database,
@@ -56,7 +56,11 @@ export async function rotateSigningKey(
   secrets: SecretSealer,
 ): Promise<{ kid: string; signsFrom: Date; createdAt: Date }> {
   await tx.rows(sql`select pg_advisory_xact_lock(7207316, hashtext(coalesce(${account}::text, '')))`);
-  const created = await insertKey(tx, account, secrets, JWKS_MAX_AGE_S);
+  // An account's first key has no predecessor to overlap with, and nobody can have cached its set: it signs at once.
+  const [existing] = await tx.rows<{ id: string }>(
+    sql`select id from webhook_signing_key where ${ofAccount(account)} limit 1`,
+  );
+  const created = await insertKey(tx, account, secrets, existing ? JWKS_MAX_AGE_S : 0);
   await tx.rows(sql`
     update webhook_signing_key set published_until = ${created.signsFrom}::timestamptz + ${KEY_OVERLAP_S} * interval '1 second'
     where ${ofAccount(account)} and id <> ${created.kid} and published_until is null
