@@ -8,6 +8,7 @@ import { createHooklane } from "../../lib/create-hooklane.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
 import { createSigningKeyStore } from "../../lib/webhook/outbound/webhook-signing-keys.ts";
 import { verifyWebhook, WebhookVerificationError } from "../../lib/webhook/verify/webhook-verify.ts";
+import { eventually } from "../support/eventually.ts";
 import { startHarness, testConfig, type Harness } from "../support/harness.ts";
 import { postgresFactory } from "../support/postgres.ts";
 import { startReceiver, type ReceivedPost, type TestReceiver } from "../support/receiver.ts";
@@ -205,6 +206,29 @@ describe("ed25519 signatures and published keys", () => {
     const after = (await (await keySet(harness.hooklane)).json()) as KeySet;
     expect(after.keys.map((key) => key.kid)).toEqual([rotated.body.id]);
     expect(await libraryVerifies(signedDuring, after)).toBe("no-matching-signature");
+    // A leak: the new key signs at once and every other leaves the set now.
+    const leaked = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
+      account: "acc_alice",
+      body: { immediate: true },
+    });
+    expect(leaked.status, leaked.text).toBe(201);
+    expect(leaked.body.signsFrom).toBe(leaked.body.created);
+    const afterLeak = (await (await keySet(harness.hooklane)).json()) as KeySet;
+    expect(afterLeak.keys.map((key) => key.kid)).toEqual([leaked.body.id]);
+    const now = createSigningKeyStore(harness.hooklane.database, harness.hooklane.secrets);
+    expect((await now.signer("acc_alice", new Date())).kid).toBe(leaked.body.id);
+    // The lane reads keys every few seconds: within that, its deliveries carry the new key.
+    const signedAfterLeak = await eventually(
+      async () => {
+        const seen = receiver.posts.length;
+        await touch();
+        return (await receiver.waitFor(seen + 1)).at(-1)!;
+      },
+      (post) => post.headers["webhook-key-id"] === leaked.body.id,
+      { timeoutMs: 20_000, everyMs: 1_000 },
+    );
+    expect(await libraryVerifies(signedAfterLeak, afterLeak)).toBe(signedAfterLeak.headers["webhook-id"]);
+
     // An account's first key, made by a rotation, signs at once: there is nothing to overlap with.
     await harness.accounts("acc_bob");
     const first = await harness.call("POST", "/v3/webhook-signing-keys/rotate", { account: "acc_bob" });

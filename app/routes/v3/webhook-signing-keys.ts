@@ -12,6 +12,12 @@ const rotateBody = z
       .enum(["account", "global"])
       .default("account")
       .describe("`global`: the keys global webhooks sign with; admins only."),
+    immediate: z
+      .boolean()
+      .default(false)
+      .describe(
+        "For a leaked key: the new key signs at once and the others leave the key set now, so what they signed stops verifying. Receivers holding a cached set refuse deliveries until they fetch it again (at most its max-age); those deliveries are retried.",
+      ),
   })
   .meta({ examples: [{ scope: "account" }] });
 
@@ -64,12 +70,12 @@ export function addWebhookSigningKeys(router: OperationRouter): void {
       }
       const account = body.scope === "global" ? null : await owningAccount(c, undefined);
       const key = await database.transaction(async (tx) => {
-        const rotated = await rotateSigningKey(tx, account, secrets);
+        const rotated = await rotateSigningKey(tx, account, secrets, { immediate: body.immediate });
         await recordAudit(tx, principal, {
           action: "webhook-signing-key.rotated",
           target: rotated.kid,
           account,
-          detail: { signsFrom: iso(rotated.signsFrom) },
+          detail: { signsFrom: iso(rotated.signsFrom), immediate: body.immediate },
         });
         return rotated;
       });

@@ -48,22 +48,31 @@ export async function ensureSigningKey(tx: Database, account: string | null, sec
 
 /**
  * Rotates an account's key: a new one, published now and signing JWKS_MAX_AGE_S from now (at once for an account's
- * first key); the keys it replaces stay published until KEY_OVERLAP_S after that. Returns the new key's id and when it starts signing.
+ * first key); the keys it replaces stay published until KEY_OVERLAP_S after that. `immediate` (a leaked key): the
+ * new one signs at once and the others leave the set now; receivers holding a cached set refuse deliveries until
+ * they fetch it again (at most its max-age), and those deliveries are retried; workers sign with the new key within
+ * KEYS_TTL_MS. Returns the new key's id and when it starts signing.
  */
 export async function rotateSigningKey(
   tx: Database,
   account: string | null,
   secrets: SecretSealer,
+  options: { immediate?: boolean } = {},
 ): Promise<{ kid: string; signsFrom: Date; createdAt: Date }> {
   await tx.rows(sql`select pg_advisory_xact_lock(7207316, hashtext(coalesce(${account}::text, '')))`);
   // An account's first key has no predecessor to overlap with, and nobody can have cached its set: it signs at once.
   const [existing] = await tx.rows<{ id: string }>(
     sql`select id from webhook_signing_key where ${ofAccount(account)} limit 1`,
   );
-  const created = await insertKey(tx, account, secrets, existing ? JWKS_MAX_AGE_S : 0);
+  const immediate = options.immediate === true || !existing;
+  const created = await insertKey(tx, account, secrets, immediate ? 0 : JWKS_MAX_AGE_S);
+  // Immediate (a leaked key): the others leave the set now, and what they signed stops verifying.
+  const until = options.immediate
+    ? sql`now()`
+    : sql`${created.signsFrom}::timestamptz + ${KEY_OVERLAP_S} * interval '1 second'`;
   await tx.rows(sql`
-    update webhook_signing_key set published_until = ${created.signsFrom}::timestamptz + ${KEY_OVERLAP_S} * interval '1 second'
-    where ${ofAccount(account)} and id <> ${created.kid} and published_until is null
+    update webhook_signing_key set published_until = ${until}
+    where ${ofAccount(account)} and id <> ${created.kid} and (published_until is null or published_until > ${until})
   `);
   return created;
 }
@@ -111,8 +120,11 @@ export interface SigningKeyStore {
   signer(account: string | null, at: Date): Promise<Signer>;
 }
 
-/** How long a process keeps an account's keys before reading them again (a rotation's lead is longer). */
-const KEYS_TTL_MS = 30_000;
+/**
+ * How long a process keeps an account's keys before reading them again: far inside a rotation's lead, and the
+ * longest a worker goes on signing with a key an immediate rotation withdrew.
+ */
+export const KEYS_TTL_MS = 5_000;
 
 /**
  * The lane's view of the signing keys: each account's keys read once per KEYS_TTL_MS and unsealed once, the one
