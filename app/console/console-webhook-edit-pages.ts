@@ -12,6 +12,8 @@ export interface WebhookFormValues {
   /** As typed: empty for no filter. */
   filter: string;
   scheme?: string | undefined;
+  /** Ticked: deliveries are also signed `v1a` with the account's ed25519 key. */
+  asymmetricSignature: boolean;
 }
 
 /** What the Preview button found for the typed filter: its count over recent events, or why it was refused. */
@@ -55,6 +57,8 @@ export function webhookFormPage(input: {
     description: w?.description ?? "",
     events: w?.events ?? [],
     filter: w?.filter ?? "",
+    scheme: w?.scheme,
+    asymmetricSignature: w?.asymmetricSignature ?? false,
   };
   const chosen = new Set(values.events);
   const audience = w && w.account === null ? "global" : "account";
@@ -132,19 +136,26 @@ export function webhookFormPage(input: {
           >
         </div>
         ${input.preview ? previewLine(input.preview) : ""}
-        ${
-          w
-            ? ""
-            : html`<div class="field">
-                <label for="scheme">Signature scheme</label>
-                <select id="scheme" name="scheme">
-                  ${SCHEMES.map(
-                    ([value, label]) =>
-                      html`<option value="${value}" ${values.scheme === value ? "selected" : ""}>${label}</option>`,
-                  )}
-                </select>
-              </div>`
-        }
+        <div class="field">
+          <label for="scheme">Signature scheme</label>
+          <select id="scheme" name="scheme">
+            ${SCHEMES.map(
+              ([value, label]) =>
+                html`<option value="${value}" ${values.scheme === value ? "selected" : ""}>${label}</option>`,
+            )}
+          </select>
+        </div>
+        <div class="field">
+          <label
+            ><input
+              type="checkbox"
+              name="asymmetricSignature"
+              value="true"
+              ${values.asymmetricSignature ? "checked" : ""}
+            />
+            Also sign with the account's ed25519 key (v1a), verifiable without a secret</label
+          >
+        </div>
         <p>
           <button>${w ? "Save changes" : "Create webhook"}</button>
           ${

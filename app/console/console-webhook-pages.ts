@@ -35,6 +35,9 @@ export const ROTATION_GRACES = [
   [604_800, "7 days"],
 ] as const;
 
+/** Where receivers fetch the public keys a webhook's `v1a` signatures verify with: at the site's root, no token. */
+const keySetPath = (w: Webhook) => `/webhook-keys/${w.account ?? "global"}/jwks.json`;
+
 const pct = (rate: number | null) => (rate === null ? "—" : `${Math.round(rate * 1000) / 10} %`);
 
 /** One word for how the endpoint is doing, from the lane's rollups: never a green `active` over failures. */
@@ -203,6 +206,12 @@ export function webhookPage(input: {
         <dd>${w.events.join(", ")}</dd>
         <dt>Signature</dt>
         <dd>${w.scheme}</dd>
+        ${
+          w.asymmetricSignature
+            ? html`<dt>Public keys</dt>
+                <dd><a href="${keySetPath(w)}">${keySetPath(w)}</a></dd>`
+            : ""
+        }
         <dt>Ordering</dt>
         <dd>
           ${

@@ -39,6 +39,11 @@ const webhookForm = z.object({
     .optional()
     .transform((f) => (f === undefined ? undefined : f.trim() === "" ? null : f)),
   scheme: z.enum(["hooklane-v1", "standard-webhooks"]).optional(),
+  // A checkbox: sent only when ticked. Absent is false, so a form from before the box unticks it too.
+  asymmetricSignature: z
+    .unknown()
+    .optional()
+    .transform((ticked) => ticked !== undefined),
 });
 
 // One of the offered graces, exactly: a blank or odd value must not become 0, which stops the old secret at once.
@@ -60,6 +65,7 @@ function sentValues(body: Record<string, unknown>): WebhookFormValues {
     events,
     filter: text(body.filter),
     scheme: text(body.scheme),
+    asymmetricSignature: body.asymmetricSignature !== undefined,
   };
 }
 
@@ -227,7 +233,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
       const hook = await call(c, "GET", `/v3/webhooks/${idOf(c)}`);
       return answered(c, hook, (current) => refusedForm(c, sentValues(body), error, current));
     };
-    const form = webhookForm.omit({ scheme: true }).safeParse(body);
+    const form = webhookForm.safeParse(body);
     if (!form.success) return refused("Give an endpoint URL and choose at least one event.");
     const updated = await call(c, "PATCH", `/v3/webhooks/${idOf(c)}`, form.data);
     if (updated?.status === 422) return refused(updated.body.detail);
