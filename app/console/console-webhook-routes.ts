@@ -3,9 +3,7 @@ import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { textProblem } from "../../lib/api/input-text.ts";
 import { ApiError } from "../../lib/api/problem.ts";
-import { previewFilter } from "../../lib/db/sql/filter-preview.ts";
-import { assertSubscribableEvents } from "../../lib/webhook/catalogue/subscribable-events.ts";
-import { compileFilter } from "../routes/v3/webhook-schemas.ts";
+import { judgeFilter } from "../routes/v3/webhook-filter-preview.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
 import {
   deletePage,
@@ -89,12 +87,12 @@ async function previewOf(
     const problem = textProblem(event, false);
     if (problem) return { refused: `events[${index}]: ${problem}` };
   }
-  const { database } = c.get("hooklane");
-  const audience = webhook.account === null ? "global" : "account";
   try {
-    const events = await assertSubscribableEvents(database, sent.events, audience);
-    const { filterPath } = compileFilter(sent.filter, events, audience);
-    return await previewFilter(database, { account: webhook.account, events, path: filterPath! });
+    return await judgeFilter(c.get("hooklane").database, {
+      account: webhook.account,
+      events: sent.events,
+      filter: sent.filter,
+    });
   } catch (error) {
     if (error instanceof ApiError && error.status === 422) return { refused: error.detail ?? error.message };
     throw error;

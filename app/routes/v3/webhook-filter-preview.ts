@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError } from "../../../lib/api/problem.ts";
-import { PREVIEW_EVENTS, previewFilter } from "../../../lib/db/sql/filter-preview.ts";
+import type { Database } from "../../../lib/db/client.ts";
+import { PREVIEW_EVENTS, previewFilter, type FilterPreview } from "../../../lib/db/sql/filter-preview.ts";
 import { assertSubscribableEvents } from "../../../lib/webhook/catalogue/subscribable-events.ts";
 import { FILTER_MAX_LENGTH } from "../../../lib/webhook/outbound/webhook-filter.ts";
 import { owningAccount } from "./tenancy.ts";
@@ -58,10 +59,23 @@ export function addWebhookFilterPreview(router: OperationRouter): void {
         throw new ApiError(403, "Forbidden", "Only admins can preview a filter over every account.");
       }
       const account = body.scope === "global" ? null : await owningAccount(c, undefined);
-      const events = await assertSubscribableEvents(database, body.events, body.scope);
-      const { filterPath } = compileFilter(body.filter, events, body.scope);
-      const preview = await previewFilter(database, { account, events, path: filterPath! });
+      const preview = await judgeFilter(database, { account, events: body.events, filter: body.filter });
       return c.json({ object: "webhook-filter-preview", ...preview });
     },
   );
+}
+
+/**
+ * Checks a filter as saving a webhook of `account` (null: a global one) with these events would, and judges it on
+ * that account's recent events: what both this route and the console's Preview answer. A refusal is the 422 saving
+ * would give.
+ */
+export async function judgeFilter(
+  database: Database,
+  given: { account: string | null; events: readonly string[]; filter: string },
+): Promise<FilterPreview> {
+  const audience = given.account === null ? "global" : "account";
+  const events = await assertSubscribableEvents(database, given.events, audience);
+  const { filterPath } = compileFilter(given.filter, events, audience);
+  return previewFilter(database, { account: given.account, events, path: filterPath! });
 }

@@ -37,13 +37,21 @@ interface KeyRow {
 
 const ofAccount = (account: string | null) => (account === null ? sql`account is null` : sql`account = ${account}`);
 
-/** Makes an account's first key, signing now, unless it has one: taken under a lock of its account, once. */
-export async function ensureSigningKey(tx: Database, account: string | null, secrets: SecretSealer): Promise<void> {
-  await tx.rows(sql`select pg_advisory_xact_lock(7207316, hashtext(coalesce(${account}::text, '')))`);
+/** The lock key an account's key changes take turns under (one per account, transaction-scoped). */
+const SIGNING_KEY_LOCK = 7_207_316;
+
+/** Takes the account's key lock for the rest of `tx`, then says whether it has a key yet. */
+async function lockAccountKeys(tx: Database, account: string | null): Promise<boolean> {
+  await tx.rows(sql`select pg_advisory_xact_lock(${SIGNING_KEY_LOCK}, hashtext(coalesce(${account}::text, '')))`);
   const [existing] = await tx.rows<{ id: string }>(
     sql`select id from webhook_signing_key where ${ofAccount(account)} limit 1`,
   );
-  if (!existing) await insertKey(tx, account, secrets, 0);
+  return existing !== undefined;
+}
+
+/** Makes an account's first key, signing now, unless it has one: taken under a lock of its account, once. */
+export async function ensureSigningKey(tx: Database, account: string | null, secrets: SecretSealer): Promise<void> {
+  if (!(await lockAccountKeys(tx, account))) await insertKey(tx, account, secrets, 0);
 }
 
 /**
@@ -59,12 +67,8 @@ export async function rotateSigningKey(
   secrets: SecretSealer,
   options: { immediate?: boolean } = {},
 ): Promise<{ kid: string; signsFrom: Date; createdAt: Date }> {
-  await tx.rows(sql`select pg_advisory_xact_lock(7207316, hashtext(coalesce(${account}::text, '')))`);
   // An account's first key has no predecessor to overlap with, and nobody can have cached its set: it signs at once.
-  const [existing] = await tx.rows<{ id: string }>(
-    sql`select id from webhook_signing_key where ${ofAccount(account)} limit 1`,
-  );
-  const immediate = options.immediate === true || !existing;
+  const immediate = options.immediate === true || !(await lockAccountKeys(tx, account));
   const created = await insertKey(tx, account, secrets, immediate ? 0 : JWKS_MAX_AGE_S);
   // Immediate (a leaked key): the others leave the set now, and what they signed stops verifying.
   const until = options.immediate
