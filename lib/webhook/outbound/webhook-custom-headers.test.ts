@@ -51,10 +51,10 @@ describe("a webhook's own headers", () => {
 
   it("seals a secret, shows it only as {secret: true}, keeps it when an update names it so, and opens it to send", async () => {
     const stored = await sealHeaders(
-      { "X-Team": "billing", Authorization: { value: "Bearer s3", secret: true } },
+      { "X-Team": "billing", Authorization: { value: "Bearer s3cr3t-hdr-value", secret: true } },
       sealer,
     );
-    expect(JSON.stringify(stored)).not.toContain("s3");
+    expect(JSON.stringify(stored)).not.toContain("s3cr3t-hdr-value");
     expect(presentHeaders(stored)).toEqual({ "X-Team": "billing", Authorization: { secret: true } });
     expect(customHeadersRefusal({ Authorization: { secret: true } }, "Acme", stored)).toBeNull();
     expect(customHeadersRefusal({ Other: { secret: true } }, "Acme", stored)).toMatchObject({ field: "headers.Other" });
@@ -62,8 +62,8 @@ describe("a webhook's own headers", () => {
     expect(customHeadersRefusal({ authorization: { secret: true } }, "Acme", stored)).toBeNull();
     const kept = await sealHeaders({ "X-Team": "ops", authorization: { secret: true } }, sealer, stored);
     expect(await openHeaders(kept, sealer, "Acme")).toEqual({
-      headers: { "X-Team": "ops", authorization: "Bearer s3" },
-      secrets: ["Bearer s3"],
+      headers: { "X-Team": "ops", authorization: "Bearer s3cr3t-hdr-value" },
+      secrets: ["Bearer s3cr3t-hdr-value"],
     });
     expect(await openHeaders(null, sealer, "Acme")).toEqual({ headers: {}, secrets: [] });
     // A name the brand of the day refuses is not sent, whatever was stored.
