@@ -6,7 +6,7 @@ import type { Hooklane } from "./hooklane.ts";
 import { createSmtpMailer } from "./mail/smtp-mailer.ts";
 import { createMetrics } from "./metrics/metrics.ts";
 import { autoSyncCatalogue } from "./webhook/catalogue/catalogue-auto-sync.ts";
-import { createHttpSender, type HttpSender } from "./webhook/outbound/webhook-http-sender.ts";
+import { createSender, type HttpSender } from "./webhook/outbound/webhook-http-sender.ts";
 import type { DeliverDeps } from "./webhook/outbound/webhook-out-deliver.handler.ts";
 import { createApiEventPublisher } from "./webhook/outbound/webhook-out-route.publisher.ts";
 import { createSecretSealer } from "./webhook/outbound/webhook-secret-seal.ts";
@@ -118,14 +118,7 @@ export function deliverDeps(hooklane: Hooklane, sender: HttpSender): DeliverDeps
   };
 }
 
-/** The lane's outbound HTTP sender, as configured. */
-export function createSender(config: Config): HttpSender {
-  return createHttpSender({
-    timeoutMs: config.timeoutMs,
-    connectionsPerOrigin: config.connectionsPerOrigin,
-    allowedHosts: config.allowedHosts,
-  });
-}
+export { createSender };
 
 /**
  * Starts the self-hosted `webhook-out` lane (postgres transport) for these

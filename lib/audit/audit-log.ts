@@ -10,6 +10,7 @@ export type AuditAction =
   | "webhook.deleted"
   | "webhook.secret-rotated"
   | "webhook.previous-secret-expired"
+  | "webhook.consent-requested"
   | "webhook-signing-key.rotated"
   | "webhook.test-sent"
   | "webhook.read"

@@ -96,6 +96,16 @@ export const envVariables = z.object({
     .string()
     .regex(/^[A-Za-z][A-Za-z0-9-]{0,31}$/, "must be a header-safe word, e.g. Hooklane")
     .default("Hooklane"),
+  /** Whether a new account's endpoints must consent before anything is sent to them; unset: on in production. */
+  WEBHOOK_ENDPOINT_CONSENT: z
+    .enum(["true", "false", "1", "0", ""])
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? undefined : v === "true" || v === "1")),
+  /** The sender's name in the consent request (`WebHook-Request-Origin`), which an endpoint allows by name. */
+  WEBHOOK_CONSENT_ORIGIN: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$/, "must be a host name, e.g. webhooks.example.com")
+    .optional(),
   WEBHOOK_SECRET_KEY: secret()
     .regex(/^[A-Za-z0-9_-]{43}$/, "must be 32 random bytes in base64url (43 characters)")
     .optional(),
@@ -315,6 +325,11 @@ const schema = envVariables.transform((env, ctx) => {
     timeoutMs: env.WEBHOOK_TIMEOUT_MS,
     allowedHosts: env.WEBHOOK_ALLOWED_HOSTS ?? (production ? [] : ["localhost"]),
     brand: env.WEBHOOK_BRAND,
+    /** Endpoint consent: required of new accounts by default, and the name the request gives its sender. */
+    consent: {
+      newAccounts: env.WEBHOOK_ENDPOINT_CONSENT ?? production,
+      origin: (env.WEBHOOK_CONSENT_ORIGIN ?? env.WEBHOOK_BRAND).toLowerCase(),
+    },
     secretKey,
     livemode: env.WEBHOOK_LIVEMODE,
     leaseMs: env.WEBHOOK_LEASE_MS,

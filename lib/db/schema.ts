@@ -38,6 +38,11 @@ export const account = pgTable("account", {
   id: prefixedId("acc"),
   name: text("name").notNull(),
   email: text("email"),
+  /**
+   * Endpoint consent: a webhook of this account is sent nothing at a URL until the endpoint has answered the consent
+   * request (`webhook.consent_state`). Set by an admin only; new accounts take `WEBHOOK_ENDPOINT_CONSENT`.
+   */
+  endpointConsent: boolean("endpoint_consent").notNull().default(false),
   createdAt: createdAt(),
 });
 export type Account = typeof account.$inferSelect;
@@ -128,6 +133,9 @@ export type WebhookEventType = typeof webhookEventType.$inferSelect;
  */
 export const WEBHOOK_STATUSES = ["active", "paused", "disabled", "listening"] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
+/** Where a webhook's endpoint stands on consent (`webhook.consent_state`); null: none asked for. */
+export const CONSENT_STATES = ["pending", "granted"] as const;
+export type ConsentState = (typeof CONSENT_STATES)[number];
 export const WEBHOOK_ORDERINGS = ["none", "resource"] as const;
 export type WebhookOrdering = (typeof WEBHOOK_ORDERINGS)[number];
 
@@ -165,6 +173,21 @@ export const webhook = pgTable(
      * `webhook_signing_key`), which receivers verify from the account's published keys, holding no secret.
      */
     asymmetricSignature: boolean("asymmetric_signature").notNull().default(false),
+    /**
+     * Endpoint consent for `url`: null, none asked for (its account does not require it, a global webhook, a listen
+     * session, or one created before its account required it); `pending`, nothing is sent to it (events are kept)
+     * until the endpoint answers the consent request; `granted`, it answered. A new URL asks again.
+     */
+    consentState: text("consent_state").$type<ConsentState>(),
+    /** When the consent request for this URL was first due (pending since), and when it was granted. */
+    consentRequestedAt: timestamp("consent_requested_at", { withTimezone: true, mode: "date" }),
+    consentGrantedAt: timestamp("consent_granted_at", { withTimezone: true, mode: "date" }),
+    /** Requests sent for this URL, when the last one went and why it was not an answer; when the next is due. */
+    consentAttempts: integer("consent_attempts").notNull().default(0),
+    consentSentAt: timestamp("consent_sent_at", { withTimezone: true, mode: "date" }),
+    consentError: text("consent_error"),
+    /** Null while pending: no more requests are sent on their own (asking again is `request-consent`). */
+    consentNextAt: timestamp("consent_next_at", { withTimezone: true, mode: "date" }),
     /** The signing secret, encrypted (compact JWE); never stored in clear. */
     secretSealed: text("secret_sealed").notNull(),
     /** The previous secret during a rotation; signs as the second v1 until it expires. */
@@ -227,6 +250,9 @@ export const webhook = pgTable(
     index("webhook_expires_idx")
       .on(t.expiresAt)
       .where(sql`${t.expiresAt} is not null`),
+    index("webhook_consent_due_idx")
+      .on(t.consentNextAt)
+      .where(sql`${t.consentState} = 'pending'`),
   ],
 );
 export type Webhook = typeof webhook.$inferSelect;

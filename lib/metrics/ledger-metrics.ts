@@ -91,11 +91,12 @@ export function exposeLedgerMetrics(hooklane: Pick<Hooklane, "metrics" | "databa
   );
   gauge(
     "hooklane_deliver_held",
-    "Open dispatches waiting on purpose, by reason: inactive_webhook (paused or disabled) or open_breaker.",
+    "Open dispatches waiting on purpose, by reason: inactive_webhook (paused or disabled), open_breaker or awaiting_consent.",
     ["reason"],
     (g, s) => {
       g.set({ reason: "inactive_webhook" }, s.deliver.heldInactive);
       g.set({ reason: "open_breaker" }, s.deliver.heldBreaker);
+      g.set({ reason: "awaiting_consent" }, s.deliver.heldConsent);
     },
   );
   gauge(

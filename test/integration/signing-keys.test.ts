@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../app/app.ts";
 import { createHooklane } from "../../lib/create-hooklane.ts";
 import type { Hooklane } from "../../lib/hooklane.ts";
+import { generateWebhookSecret, signatureHeaders } from "../../lib/webhook/outbound/webhook-signature.ts";
 import { createSigningKeyStore } from "../../lib/webhook/outbound/webhook-signing-keys.ts";
 import { verifyWebhook, WebhookVerificationError } from "../../lib/webhook/verify/webhook-verify.ts";
 import { eventually } from "../support/eventually.ts";
@@ -240,5 +241,64 @@ describe("ed25519 signatures and published keys", () => {
         (entry) => entry.action === "webhook-signing-key.rotated" && entry.target === rotated.body.id,
       ),
     ).toHaveLength(1);
+  });
+  it("keeps the keys a rotation replaces verifying for the grace chosen, and none with grace 0", async () => {
+    const list = async () =>
+      (await harness.call("GET", "/v3/webhook-signing-keys", { account: "acc_alice" })).body.data as Array<{
+        id: string;
+        signsFrom: string;
+        publishedUntil: string | null;
+      }>;
+    const [signing] = await list();
+    const rotated = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
+      account: "acc_alice",
+      body: { grace: 7_200 },
+    });
+    expect(rotated.status, rotated.text).toBe(201);
+    // The state, in the API: the new key signs in 5 minutes; the one it replaces stays 2 h after that.
+    const [newest, previous] = await list();
+    expect(newest).toMatchObject({ id: rotated.body.id, publishedUntil: null });
+    expect(previous!.id).toBe(signing!.id);
+    expect(Date.parse(previous!.publishedUntil!) - Date.parse(newest!.signsFrom)).toBe(7_200_000);
+    // Both verify from the key set meanwhile: what the old key signs now, and what the new one will sign.
+    const keys = (await (await keySet(harness.hooklane)).json()) as KeySet;
+    expect(keys.keys.map((key) => key.kid)).toEqual(expect.arrayContaining([signing!.id, rotated.body.id]));
+    const store = createSigningKeyStore(harness.hooklane.database, harness.hooklane.secrets);
+    const payload = JSON.stringify({ id: "evt_grace", type: "webhook.test" });
+    for (const at of [new Date(), new Date(Date.parse(newest!.signsFrom) + 1)]) {
+      const signer = await store.signer("acc_alice", at);
+      const headers = signatureHeaders({
+        scheme: "standard-webhooks",
+        brand: "Hooklane",
+        eventId: `evt_grace_${signer.kid}`,
+        attempt: 1,
+        payload,
+        secrets: [generateWebhookSecret()],
+        timestamp: Math.floor(Date.now() / 1_000),
+        ed25519: signer,
+      }).headers;
+      const verified = await verifyWebhook({ payload, headers, jwks: keys });
+      expect(verified.event.id).toBe("evt_grace");
+    }
+
+    // Grace 0: the keys it replaces leave the set the moment the new one signs.
+    const strict = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
+      account: "acc_alice",
+      body: { grace: 0 },
+    });
+    const [, replaced] = await list();
+    expect(replaced!.id).toBe(rotated.body.id);
+    expect(replaced!.publishedUntil).toBe(strict.body.signsFrom);
+    const audit = await harness.call("GET", "/v3/audit-log?limit=100", { account: "acc_alice" });
+    const graces = (audit.body.data as Array<{ action: string; target: string; detail: { graceSeconds: number } }>)
+      .filter((entry) => entry.action === "webhook-signing-key.rotated")
+      .filter((entry) => entry.target === rotated.body.id || entry.target === strict.body.id)
+      .map((entry) => entry.detail.graceSeconds);
+    expect(graces.sort()).toEqual([0, 7_200]);
+    const outOfRange = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
+      account: "acc_alice",
+      body: { grace: 7 * 86_400 + 1 },
+    });
+    expect(outOfRange.status).toBe(422);
   });
 });

@@ -113,6 +113,12 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     body: { events: ["payment-debt.created"], filter: 'currency in ["EUR"]' },
   }),
   "POST /v3/webhook-signing-keys/rotate": () => ({ path: "/v3/webhook-signing-keys/rotate" }),
+  // Two keys at least, so the list has pages.
+  "GET /v3/webhook-signing-keys": async (h) => {
+    const keys = await h.call("GET", "/v3/webhook-signing-keys?limit=2", { account: PROBE_ACCOUNT });
+    for (let i = keys.body.data.length; i < 2; i++) await create(h, "/v3/webhook-signing-keys/rotate", {});
+    return { path: "/v3/webhook-signing-keys" };
+  },
   "GET /v3/webhooks": () => ({ path: "/v3/webhooks" }),
   "GET /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}` }),
   "PATCH /v3/webhooks/:id": (_, f) => ({ path: `/v3/webhooks/${f.webhook}`, body: { description: "probed" } }),
@@ -124,6 +130,15 @@ export const ROUTE_PROBES: Record<string, RouteProbe> = {
     path: `/v3/webhooks/${f.webhook}/expire-previous-secret`,
   }),
   "POST /v3/webhooks/:id/test": (_, f) => ({ path: `/v3/webhooks/${f.webhook}/test` }),
+  // A webhook waiting for its endpoint's consent (nothing listens there: the answer records why not).
+  "POST /v3/webhooks/:id/request-consent": async (h) => {
+    const id = await create(h, "/v3/webhooks", { url: `http://127.0.0.1:4000/consent-${unique()}`, events: ["*"] });
+    await h.hooklane.database.db
+      .update(webhookTable)
+      .set({ consentState: "pending", consentRequestedAt: sql`now()` })
+      .where(eq(webhookTable.id, id));
+    return { path: `/v3/webhooks/${id}/request-consent` };
+  },
   "POST /v3/portal-sessions": () => ({ path: "/v3/portal-sessions", body: portal }),
   "GET /v3/portal-sessions": () => ({ path: "/v3/portal-sessions" }),
   "DELETE /v3/portal-sessions/:id": async (h) => ({

@@ -108,7 +108,7 @@ describe("one convention for every resource and list", () => {
         checkAnswer(answer.body, route);
         if (answer.body.object === "list") lists.push({ path: request.path, admin: request.admin ?? false });
       }
-      expect(lists.length).toBe(12);
+      expect(lists.length).toBe(13);
     });
 
     it("pages every list the same way: limit, then cursor, until nextCursor is null", async () => {

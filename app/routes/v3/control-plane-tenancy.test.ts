@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { webhookAttempt, webhookNotification } from "../../../lib/db/schema.ts";
+import { webhook, webhookAttempt, webhookNotification } from "../../../lib/db/schema.ts";
 import { notifyOwner } from "../../../lib/webhook/outbound/webhook-owner-notifier.ts";
 import type { Hooklane } from "../../../lib/hooklane.ts";
 import { eventually } from "../../../test/support/eventually.ts";
@@ -62,6 +62,10 @@ const PROBES: Record<string, Probe> = {
     kind: "collection",
     request: () => ({ path: "/v3/webhook-signing-keys/rotate" }),
   },
+  "GET /v3/webhook-signing-keys": {
+    kind: "collection",
+    request: () => ({ path: "/v3/webhook-signing-keys?limit=100" }),
+  },
   "GET /v3/webhooks": {
     kind: "collection",
     support: "webhook.read",
@@ -83,6 +87,10 @@ const PROBES: Record<string, Probe> = {
   "POST /v3/webhooks/:id/expire-previous-secret": {
     kind: "object",
     request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/expire-previous-secret` }),
+  },
+  "POST /v3/webhooks/:id/request-consent": {
+    kind: "object",
+    request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/request-consent` }),
   },
   "POST /v3/webhooks/:id/test": { kind: "object", request: (f) => ({ path: `/v3/webhooks/${f.webhookId}/test` }) },
   "GET /v3/webhooks/:id/dispatches": {
@@ -358,6 +366,11 @@ describe("tenancy of the control plane", () => {
       const own = await harness.call("GET", `/v3/webhooks/${fixture.webhookId}`, A);
       expect(own.body).toMatchObject({ description: "a's private note", status: "active" });
       expect(own.body.previousSecretExpires).toBeNull();
+      // Asking for consent needs a webhook waiting for it.
+      await harness.hooklane.database.db
+        .update(webhook)
+        .set({ consentState: "pending", consentRequestedAt: new Date() })
+        .where(eq(webhook.id, fixture.webhookId));
       // The owner's own calls succeed, so the 404s above were scoping, not typos; DELETE goes last.
       const ordered = [...controlPlaneRoutes].sort(
         (x, y) => Number(x.startsWith("DELETE")) - Number(y.startsWith("DELETE")),

@@ -64,7 +64,16 @@ describe("GET /v3/lane", () => {
     expect(status).toMatchObject({
       object: "lane",
       transport: "postgres",
-      deliver: { pending: 3, error: 0, due: 3, inFlight: 0, heldInactive: 3, heldBreaker: 0, lagSeconds: 0 },
+      deliver: {
+        pending: 3,
+        error: 0,
+        due: 3,
+        inFlight: 0,
+        heldInactive: 3,
+        heldBreaker: 0,
+        heldConsent: 0,
+        lagSeconds: 0,
+      },
       route: { due: 0, scheduled: 0, inFlight: 0, lagSeconds: 0 },
       webhooks: { active: 1, paused: 1, disabled: 0 },
       breakers: { open: 0, halfOpen: 0 },

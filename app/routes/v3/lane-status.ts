@@ -31,6 +31,7 @@ export const laneStatusSchema = z
         inFlight: count.describe("Leased: being attempted."),
         heldInactive: count.describe("Of paused or disabled webhooks: kept until they are active."),
         heldBreaker: count.describe("Of webhooks whose circuit breaker is open."),
+        heldConsent: count.describe("Of active webhooks whose endpoint has not answered the consent request yet."),
         lagSeconds: z
           .number()
           .describe(
@@ -110,7 +111,16 @@ export const laneStatusSchema = z
         object: "lane",
         at: "2026-03-01T12:00:00.000Z",
         transport: "postgres",
-        deliver: { pending: 12, error: 3, due: 4, inFlight: 9, heldInactive: 2, heldBreaker: 0, lagSeconds: 0.4 },
+        deliver: {
+          pending: 12,
+          error: 3,
+          due: 4,
+          inFlight: 9,
+          heldInactive: 2,
+          heldBreaker: 0,
+          heldConsent: 0,
+          lagSeconds: 0.4,
+        },
         route: { due: 0, scheduled: 0, inFlight: 1, lagSeconds: 0 },
         workers: [
           {

@@ -56,7 +56,9 @@ export async function resourceTestApi(): Promise<ResourceTestApi> {
       publishesAhead: () => false,
       committed: () => {},
     };
-  const hooklane = { database, publisher } as unknown as Hooklane;
+  // Accounts read only whether new ones must have their endpoints consent.
+  const config = { consent: { newAccounts: false, origin: "hooklane" } };
+  const hooklane = { database, publisher, config } as unknown as Hooklane;
 
   const app = new Hono<HooklaneEnv>();
   app.use(async (c, next) => {

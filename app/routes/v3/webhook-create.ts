@@ -9,6 +9,8 @@ import { owningAccount } from "./tenancy.ts";
 import { accountQuotas } from "./account-quotas.ts";
 import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import { ensureSigningKey } from "../../../lib/webhook/outbound/webhook-signing-keys.ts";
+import { consentForUrl } from "../../../lib/db/sql/endpoint-consent.ts";
+import { wakeSweepers } from "../../../lib/webhook/sweeper/wake-sweepers.ts";
 import {
   assertAsymmetricScheme,
   assertCallbackUrl,
@@ -19,7 +21,10 @@ import {
   webhookWithSecretSchema,
 } from "./webhook-schemas.ts";
 
-/** `POST /v3/webhooks`: subscribe; the answer carries the secret, once. */
+/**
+ * `POST /v3/webhooks`: subscribe; the answer carries the secret, once. When its account requires endpoint consent,
+ * nothing is sent to the URL until the endpoint consents (the request goes at once).
+ */
 export function addWebhookCreate(router: OperationRouter): void {
   router.add(
     {
@@ -62,6 +67,11 @@ export function addWebhookCreate(router: OperationRouter): void {
       const row = await accountQuotas.webhook(c, owner, async (tx) => {
         // Its account's key exists before the webhook that signs with it.
         if (body.asymmetricSignature) await ensureSigningKey(tx, owner, secrets);
+        const consent = await consentForUrl(tx, {
+          account: owner,
+          url: body.url,
+          newAccounts: config.consent.newAccounts,
+        });
         const [created] = await tx.db
           .insert(webhook)
           .values({
@@ -78,6 +88,7 @@ export function addWebhookCreate(router: OperationRouter): void {
             ordering: body.ordering,
             orderingHoldMax: body.orderingHoldMax,
             secretSealed,
+            ...consent,
             createdBy: principal.sub,
           })
           .returning();
@@ -94,6 +105,8 @@ export function addWebhookCreate(router: OperationRouter): void {
         return created!;
       });
       afterCommit(c, () => subscriptions.invalidate());
+      // Its endpoint's consent is asked for now, by whichever sweeper hears this first.
+      if (row.consentState === "pending") afterCommit(c, () => wakeSweepers(database));
       // The secret is shown here, once; afterwards only its sealed form exists.
       return c.json({ ...presentWebhook(row), secret }, 201);
     },

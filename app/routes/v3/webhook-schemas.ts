@@ -11,7 +11,13 @@ import {
   type CustomHeadersInput,
   type StoredHeaders,
 } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
-import { SIGNATURE_SCHEMES, WEBHOOK_ORDERINGS, WEBHOOK_STATUSES, type Webhook } from "../../../lib/db/schema.ts";
+import {
+  CONSENT_STATES,
+  SIGNATURE_SCHEMES,
+  WEBHOOK_ORDERINGS,
+  WEBHOOK_STATUSES,
+  type Webhook,
+} from "../../../lib/db/schema.ts";
 import { changesSomething, idParams } from "./resource-fields.ts";
 import { CATALOGUE, catalogueByInternal } from "../../../lib/webhook/catalogue/webhook-event-catalogue.ts";
 import { hears, type WebhookAudience } from "../../../lib/webhook/catalogue/subscribable-events.ts";
@@ -40,6 +46,9 @@ export const FILTER =
 const ASYMMETRIC =
   "With the `standard-webhooks` scheme: every delivery is also signed with the account's ed25519 key, as Standard Webhooks `v1a` (`webhook-signature: v1,… v1a,…`), naming the key in `webhook-key-id`. Receivers verify it from the account's published keys, `GET /webhook-keys/<account>/jwks.json` (`global` for global webhooks), holding no secret. Keys rotate with `POST /v3/webhook-signing-keys/rotate`.";
 
+const CONSENT =
+  "Endpoint consent, when the owning account requires it: before anything is sent to a new URL, the endpoint must answer an `OPTIONS` request carrying `WebHook-Request-Origin` with a 2xx and `WebHook-Allowed-Origin` naming that origin (or `*`). Null: none is asked (the account does not require it, a global webhook, or one created before its account required it).";
+
 const SCHEME =
   "How deliveries are signed: `hooklane-v1` (a `Hooklane-Signature: t=…,v1=…` header, as Stripe signs) or `standard-webhooks` (`webhook-id`, `webhook-timestamp` and `webhook-signature`, per the Standard Webhooks specification).";
 
@@ -64,6 +73,15 @@ const EXAMPLE = {
   breaker: { state: "closed", failures: 0, retry: null },
   statusChanged: "2026-12-01T09:30:00.000Z",
   previousSecretExpires: null,
+  consent: {
+    state: "granted",
+    requested: "2026-12-01T09:30:00.000Z",
+    granted: "2026-12-01T09:30:01.000Z",
+    attempts: 1,
+    lastRequest: "2026-12-01T09:30:00.000Z",
+    lastError: null,
+    nextRequest: null,
+  },
   created: "2026-12-01T09:30:00.000Z",
   updated: "2026-12-01T09:30:00.000Z",
 } as const;
@@ -117,6 +135,29 @@ export const webhookSchema = z
       .describe("The endpoint's circuit breaker."),
     statusChanged: timestamp.describe("When `status` last changed; when it was created if it never did."),
     previousSecretExpires: timestamp.nullable().describe("While a rotation's previous secret still signs."),
+    consent: z
+      .strictObject({
+        state: z
+          .enum(CONSENT_STATES)
+          .describe(
+            "`pending`: nothing is sent to `url` (events are kept, and go once it consents) until the endpoint answers the consent request; `granted`: it did.",
+          ),
+        requested: timestamp.describe("When consent was first asked of this URL."),
+        granted: timestamp.nullable().describe("When the endpoint consented."),
+        attempts: z.number().int().describe("Consent requests sent to this URL."),
+        lastRequest: timestamp.nullable().describe("When the last consent request was sent."),
+        lastError: z
+          .string()
+          .nullable()
+          .describe("Why the last answer was not consent, e.g. `answered HTTP 405: not the consent answer`."),
+        nextRequest: timestamp
+          .nullable()
+          .describe(
+            "When the next request goes on its own; null while pending: none will (ask again with `POST /v3/webhooks/:id/request-consent`).",
+          ),
+      })
+      .nullable()
+      .describe(CONSENT),
     created: timestamp,
     updated: timestamp,
   })
@@ -226,8 +267,22 @@ export function presentWebhook(row: Webhook): z.output<typeof webhookSchema> {
       row.previousSecretExpiresAt && row.previousSecretExpiresAt > new Date()
         ? isoOrNull(row.previousSecretExpiresAt)
         : null,
+    consent: presentConsent(row),
     created: iso(row.createdAt),
     updated: iso(row.updatedAt),
+  };
+}
+
+function presentConsent(row: Webhook): z.output<typeof webhookSchema>["consent"] {
+  if (row.consentState === null || row.consentRequestedAt === null) return null;
+  return {
+    state: row.consentState,
+    requested: iso(row.consentRequestedAt),
+    granted: isoOrNull(row.consentGrantedAt),
+    attempts: row.consentAttempts,
+    lastRequest: isoOrNull(row.consentSentAt),
+    lastError: row.consentError,
+    nextRequest: row.consentState === "pending" ? isoOrNull(row.consentNextAt) : null,
   };
 }
 

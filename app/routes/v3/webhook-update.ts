@@ -10,6 +10,8 @@ import { skipHeldDispatches } from "../../../lib/db/sql/skip-dispatches.ts";
 import { findWebhook, webhookInScope } from "../../../lib/webhook/webhook-scope.ts";
 import { sealHeaders } from "../../../lib/webhook/outbound/webhook-custom-headers.ts";
 import { ensureSigningKey } from "../../../lib/webhook/outbound/webhook-signing-keys.ts";
+import { consentForUrl } from "../../../lib/db/sql/endpoint-consent.ts";
+import { wakeSweepers } from "../../../lib/webhook/sweeper/wake-sweepers.ts";
 import {
   assertAsymmetricScheme,
   assertCallbackUrl,
@@ -28,7 +30,8 @@ import {
  * held-event age limit, and status `active`/`paused`. Events that arrive
  * while paused or disabled are kept; making the webhook active again skips
  * those held longer than its `heldEventMaxAge` (when set) and wakes the lane
- * so the rest goes out now.
+ * so the rest goes out now. A new URL asks its endpoint's consent again when
+ * the account requires it (until it consents, nothing is sent to it).
  * A listen session's webhook keeps its status: the lane must never send it.
  */
 export function addWebhookUpdate(router: OperationRouter): void {
@@ -81,13 +84,25 @@ export function addWebhookUpdate(router: OperationRouter): void {
         if (body.asymmetricSignature && !before.asymmetricSignature) {
           await ensureSigningKey(tx, before.account, secrets);
         }
+        // A new endpoint is asked for its consent again, when its account requires it.
+        const newUrl = body.url !== undefined && body.url !== before.url ? body.url : undefined;
+        const consent =
+          newUrl === undefined || before.status === "listening"
+            ? {}
+            : await consentForUrl(tx, {
+                account: before.account,
+                url: newUrl,
+                newAccounts: config.consent.newAccounts,
+                exceptWebhook: before.id,
+              });
         const [updated] = await tx.db
           .update(webhook)
           .set({
             // A new endpoint starts with a closed breaker: the old one's failures say nothing about it.
-            ...(body.url === undefined || body.url === before.url
+            ...(newUrl === undefined
               ? {}
-              : { url: body.url, breakerFailures: 0, breakerOpens: 0, breakerOpenUntil: null }),
+              : { url: newUrl, breakerFailures: 0, breakerOpens: 0, breakerOpenUntil: null }),
+            ...consent,
             ...(body.rateLimit === undefined
               ? {}
               : { rateLimit: body.rateLimit, rateTokens: null, rateRefilledAt: null }),
@@ -129,6 +144,7 @@ export function addWebhookUpdate(router: OperationRouter): void {
       });
       if (skipped > 0) c.get("log").info({ webhookId: row.id, skipped }, "held events past the age limit skipped");
       if (events !== undefined) afterCommit(c, () => subscriptions.invalidate());
+      if (row.consentState === "pending" && row.url !== before.url) afterCommit(c, () => wakeSweepers(database));
       // Its kept events, or those its ordering held back, are due: deliver them now rather than at the lane's next
       // idle check.
       const released = body.ordering === "none" && before.ordering !== "none";

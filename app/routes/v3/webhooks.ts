@@ -22,6 +22,7 @@ import { addHealthHistory } from "./health-history.ts";
 import { addWebhookHealth } from "./webhook-health.ts";
 import { addWebhookRead } from "./webhook-read.ts";
 import { addWebhookRecovery } from "./webhook-recovery.ts";
+import { addWebhookRequestConsent } from "./webhook-request-consent.ts";
 import { addWebhookResend } from "./webhook-resend.ts";
 import { addWebhookRotateSecret } from "./webhook-rotate-secret.ts";
 import { addWebhookSigningKeys } from "./webhook-signing-keys.ts";
@@ -68,6 +69,7 @@ export function addWebhookRoutes(router: OperationRouter): void {
     addWebhookUpdate,
     addWebhookDelete,
     addWebhookRotateSecret,
+    addWebhookRequestConsent,
     addWebhookSigningKeys,
     addWebhookTestEvent,
     addWebhookDispatchLog,

@@ -16,7 +16,7 @@
 --   1. What this worker has running (p_held, per webhook), per origin and account as the webhooks are now; and the
 --      origins and accounts the book says are at their cap (a hint, read without their keys).
 --   2. The walk: webhooks with open rows in id order after p_after (round-robin; wraps once), at most p_max_steps,
---      read sixteen at a time. One not active, not due, or whose origin or account this claim found full or held by
+--      read sixteen at a time. One not active (or whose endpoint has not consented yet), not due, or whose origin or account this claim found full or held by
 --      another claim is passed over at once. At each other: its key locks; the webhook as it is now (breaker? rate
 --      tokens?); then, in a statement of its own (so it sees every claim that held those locks before),
 --      what the other workers' book rows say is in flight there. Its room is what the three caps leave, then at
@@ -127,7 +127,8 @@ BEGIN
     IF v_held_back >= 16 THEN v_complete := true; EXIT; END IF;
     IF p_only IS NOT NULL THEN
       IF v_steps > 0 THEN v_complete := true; EXIT; END IF;
-      SELECT o.webhook_id, o.next_attempt_at, wh.status = 'active', wh.origin, coalesce(wh.account, '')
+      SELECT o.webhook_id, o.next_attempt_at,
+        wh.status = 'active' AND wh.consent_state IS DISTINCT FROM 'pending', wh.origin, coalesce(wh.account, '')
       INTO v_hook, v_earliest, v_active, v_origin, v_account
       FROM webhook_dispatch_open o JOIN webhook wh ON wh.id = o.webhook_id WHERE o.dispatch_id = p_only;
       IF NOT FOUND THEN v_complete := true; EXIT; END IF;
@@ -146,7 +147,8 @@ BEGIN
           WHERE next.n < CASE WHEN v_steps = 0 THEN least(16, p_max_steps) ELSE p_max_steps - v_steps END
         )
         SELECT array_agg(n.webhook_id ORDER BY n.n), array_agg(n.next_attempt_at ORDER BY n.n),
-          array_agg(coalesce(wh.status = 'active', false) ORDER BY n.n), array_agg(wh.origin ORDER BY n.n),
+          array_agg(coalesce(wh.status = 'active' AND wh.consent_state IS DISTINCT FROM 'pending', false) ORDER BY n.n),
+          array_agg(wh.origin ORDER BY n.n),
           array_agg(coalesce(wh.account, '') ORDER BY n.n)
         INTO v_hooks, v_earliests, v_actives, v_origins, v_accounts
         FROM next n LEFT JOIN webhook wh ON wh.id = n.webhook_id;
@@ -205,7 +207,7 @@ BEGIN
     -- Read under its keys: the webhook as it is (no other claim spends its rate tokens or sends its probe meanwhile),
     -- and what the other workers have in flight there, as the claims that held these keys before left it. One whose
     -- URL or owner changed since the walk read it is left for the next claim: its keys are not the ones held.
-    SELECT wh.status, wh.origin, coalesce(wh.account, '') AS account_key, wh.account, wh.asymmetric_signature,
+    SELECT wh.status, wh.consent_state, wh.origin, coalesce(wh.account, '') AS account_key, wh.account, wh.asymmetric_signature,
       wh.url, wh.scheme, wh.headers,
       wh.secret_sealed, wh.previous_secret_sealed, wh.previous_secret_expires_at, wh.rate_limit, wh.rate_tokens,
       wh.rate_refilled_at, wh.breaker_open_until, wh.ordering, wh.ordering_hold_max,
@@ -217,7 +219,7 @@ BEGIN
       LEFT JOIN webhook_lane_in_flight b ON b.worker <> p_worker AND b.until > v_now
     WHERE wh.id = v_hook
     GROUP BY wh.id;
-    IF NOT FOUND OR w.status <> 'active' OR w.origin <> v_origin OR w.account_key <> v_account THEN CONTINUE; END IF;
+    IF NOT FOUND OR w.status <> 'active' OR w.consent_state = 'pending' OR w.origin <> v_origin OR w.account_key <> v_account THEN CONTINUE; END IF;
 
     v_probe := false;
     IF w.breaker_open_until IS NOT NULL THEN

@@ -17,6 +17,8 @@ export interface LaneSnapshot {
     heldInactive: number;
     /** Open dispatches of webhooks whose circuit breaker is open. */
     heldBreaker: number;
+    /** Open dispatches of active webhooks whose endpoint has not answered the consent request yet. */
+    heldConsent: number;
     /** The oldest due dispatch that should be moving: see OLDEST_DUE. */
     oldestDueAt: Date | null;
   };
@@ -32,8 +34,8 @@ export interface LaneSnapshot {
 /**
  * When the oldest dispatch that should be moving fell due: open, due, held
  * by no lease, of an active webhook whose circuit breaker is not open. Rows
- * a cap or a rate limit holds back count (they are late); paused webhooks'
- * and open breakers' do not (they wait on purpose). One probe of the open
+ * a cap or a rate limit holds back count (they are late); paused webhooks',
+ * open breakers' and endpoints' yet to consent do not (they wait on purpose). One probe of the open
  * rows' index per active webhook, so it costs the same whatever the backlog.
  */
 const OLDEST_DUE = sql`
@@ -44,7 +46,8 @@ const OLDEST_DUE = sql`
       and (o.locked_until is null or o.locked_until <= now())
     order by o.next_attempt_at limit 1
   ) x
-  where w.status = 'active' and (w.breaker_open_until is null or w.breaker_open_until <= now())`;
+  where w.status = 'active' and w.consent_state is distinct from 'pending'
+    and (w.breaker_open_until is null or w.breaker_open_until <= now())`;
 
 /**
  * Reads the whole snapshot in one statement (a scan of the open dispatches,
@@ -64,7 +67,8 @@ export async function readLaneSnapshot(database: Database, options: { liveWithin
         count(*) filter (where o.next_attempt_at <= now() and (o.locked_until is null or o.locked_until <= now())) as due,
         count(*) filter (where o.locked_until > now()) as in_flight,
         count(*) filter (where w.status <> 'active') as held_inactive,
-        count(*) filter (where w.status = 'active' and w.breaker_open_until > now()) as held_breaker
+        count(*) filter (where w.status = 'active' and w.breaker_open_until > now()) as held_breaker,
+        count(*) filter (where w.status = 'active' and w.consent_state = 'pending') as held_consent
       from webhook_dispatch_open o join webhook_dispatch d on d.id = o.dispatch_id join webhook w on w.id = o.webhook_id
     ) d,
     (
@@ -104,6 +108,7 @@ export async function readLaneSnapshot(database: Database, options: { liveWithin
       inFlight: n("in_flight"),
       heldInactive: n("held_inactive"),
       heldBreaker: n("held_breaker"),
+      heldConsent: n("held_consent"),
       oldestDueAt: date("oldest_due"),
     },
     route: {

@@ -52,7 +52,7 @@ export async function markDispatchesQueued(
 }
 
 /**
- * Takes up to `limit` dispatches of active webhooks that are due, not leased
+ * Takes up to `limit` dispatches of active webhooks (whose endpoint consented, when asked) that are due, not leased
  * and carried by no message (one was never sent, was lost, or ran out), and
  * marks them queued for `withinMs` so concurrent sweepers skip them. A
  * webhook whose circuit breaker is open gives none: its held dispatches wait
@@ -72,7 +72,9 @@ export async function takeStrandedDispatches(
         and (o.locked_until is null or o.locked_until < now())
         and (o.queued_until is null or o.queued_until < now())
         and exists (
-          select 1 from webhook w where w.id = o.webhook_id and w.status = 'active' and w.breaker_open_until is null)
+          select 1 from webhook w
+          where w.id = o.webhook_id and w.status = 'active' and w.consent_state is distinct from 'pending'
+            and w.breaker_open_until is null)
       limit ${options.limit}
       for update of o skip locked
     ),
@@ -84,7 +86,7 @@ export async function takeStrandedDispatches(
             and (o.locked_until is null or o.locked_until < now())
           order by o.next_attempt_at limit 1
         ) p
-      where w.status = 'active' and w.breaker_open_until <= now()
+      where w.status = 'active' and w.consent_state is distinct from 'pending' and w.breaker_open_until <= now()
         and not exists (
           select 1 from webhook_dispatch_open c
           where c.webhook_id = w.id and c.next_attempt_at <= now() and c.queued_until >= now())
@@ -135,6 +137,7 @@ export async function nextDueDispatch(database: Database, webhookId: string): Pr
 
 export interface DispatchState extends DeliverTarget {
   status: DispatchStatus;
+  /** Its webhook is active and its endpoint consented (when asked): the lane may send it. */
   webhookActive: boolean;
   /** How long the lease on it still holds; ≤ 0 when none does. */
   leaseLeftMs: number;
@@ -171,7 +174,7 @@ export async function dispatchState(database: Database, id: string): Promise<Dis
       ordering_wait_ms: number | string | null;
     }
   >(sql`
-    select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' as webhook_active,
+    select d.id, d.run, d.attempt_count + 1 as attempt, d.status, w.status = 'active' and w.consent_state is distinct from 'pending' as webhook_active,
       (extract(epoch from (coalesce(o.next_attempt_at, d.next_attempt_at) - now())) * 1000)::float8 as due_in_ms,
       coalesce(extract(epoch from (o.locked_until - now())) * 1000, 0)::float8 as lease_left_ms,
       coalesce(extract(epoch from (w.breaker_open_until - now())) * 1000, 0)::float8 as breaker_left_ms,

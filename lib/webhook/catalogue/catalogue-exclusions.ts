@@ -19,6 +19,11 @@ export const CATALOGUE_EXCLUSIONS: ReadonlyArray<{ method: string; route: string
     reason: "control plane: a new ed25519 key for an account's webhooks",
   },
   { method: "POST", route: "/v3/webhooks/:id/test", reason: "control plane: sends its own webhook.test event" },
+  {
+    method: "POST",
+    route: "/v3/webhooks/:id/request-consent",
+    reason: "control plane: asking a webhook's endpoint for its consent",
+  },
   { method: "POST", route: "/v3/webhooks/:id/recover", reason: "control plane: redelivering past events" },
   { method: "POST", route: "/v3/webhook-dispatches/:id/retry", reason: "control plane: redelivering one event" },
   {

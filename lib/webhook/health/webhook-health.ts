@@ -58,7 +58,7 @@ export async function webhookHealth(database: Database, hook: Webhook): Promise<
   const failuresInARow = rows.state?.failuresInARow ?? 0;
   const successRate = attempts === 0 ? null : succeeded / attempts;
 
-  let nextAttemptAt = hook.status === "active" ? rows.nextDueAt : null;
+  let nextAttemptAt = hook.status === "active" && hook.consentState !== "pending" ? rows.nextDueAt : null;
   if (nextAttemptAt && breaker.openUntil && breaker.openUntil > nextAttemptAt) nextAttemptAt = breaker.openUntil;
 
   return {

@@ -29,7 +29,29 @@ export interface HttpSenderOptions {
 export interface HttpSender {
   /** POSTs once, never following redirects. Never throws: every failure is a DeliveryOutcome. */
   post(url: string, headers: Record<string, string>, body: string): Promise<DeliveryOutcome>;
+  /**
+   * Sends one `OPTIONS` (the endpoint-consent request), as `post` does, and resolves its outcome with the answer's
+   * headers named in `keep` (lower case; a repeated header's values joined with ", ").
+   */
+  options(
+    url: string,
+    headers: Record<string, string>,
+    keep: readonly string[],
+  ): Promise<{ outcome: DeliveryOutcome; headers: Record<string, string> }>;
   close(): Promise<void>;
+}
+
+/** The lane's outbound HTTP sender, as configured. */
+export function createSender(config: {
+  timeoutMs: number;
+  connectionsPerOrigin: number;
+  allowedHosts: readonly string[];
+}): HttpSender {
+  return createHttpSender({
+    timeoutMs: config.timeoutMs,
+    connectionsPerOrigin: config.connectionsPerOrigin,
+    allowedHosts: config.allowedHosts,
+  });
 }
 
 /**
@@ -61,28 +83,37 @@ export function createHttpSender(options: HttpSenderOptions): HttpSender {
   const slots = new OriginSlots(options.connectionsPerOrigin);
   const limits = { maxResponseBytes, excerptBytes, timeoutMs: options.timeoutMs };
 
+  async function send(method: "POST" | "OPTIONS", url: string, request: Request, keep: readonly string[]) {
+    const target = URL.parse(url);
+    if (!target) return { outcome: NOT_A_URL, headers: {} };
+    // Waiting for a free socket of this origin is not the subscriber's time: the deadline starts after.
+    const release = await slots.acquire(target.origin);
+    try {
+      return await exchange(agent, target, method, request, limits, keep);
+    } finally {
+      release();
+    }
+  }
+
   return {
-    async post(url, headers, body) {
-      const target = URL.parse(url);
-      if (!target)
-        return {
-          kind: "failure",
-          errorClass: "blocked",
-          message: "not a URL",
-          statusCode: null,
-          responseExcerpt: null,
-          gone: false,
-        };
-      // Waiting for a free socket of this origin is not the subscriber's time: the deadline starts after.
-      const release = await slots.acquire(target.origin);
-      try {
-        return await exchange(agent, target, headers, body, limits);
-      } finally {
-        release();
-      }
-    },
+    post: async (url, headers, body) => (await send("POST", url, { headers, body }, [])).outcome,
+    options: (url, headers, keep) => send("OPTIONS", url, { headers, body: null }, keep),
     close: () => agent.close(),
   };
+}
+
+const NOT_A_URL: DeliveryOutcome = {
+  kind: "failure",
+  errorClass: "blocked",
+  message: "not a URL",
+  statusCode: null,
+  responseExcerpt: null,
+  gone: false,
+};
+
+interface Request {
+  headers: Record<string, string>;
+  body: string | null;
 }
 
 interface ExchangeLimits {
@@ -100,10 +131,12 @@ interface ExchangeLimits {
 function exchange(
   agent: Agent,
   target: URL,
-  headers: Record<string, string>,
-  body: string,
+  method: "POST" | "OPTIONS",
+  request: Request,
   limits: ExchangeLimits,
-): Promise<DeliveryOutcome> {
+  keep: readonly string[],
+): Promise<{ outcome: DeliveryOutcome; headers: Record<string, string> }> {
+  const answerHeaders: Record<string, string> = {};
   return new Promise((resolve) => {
     let controller: Dispatcher.DispatchController | undefined;
     let statusCode = 0;
@@ -118,7 +151,7 @@ function exchange(
       if (settled) return;
       settled = true;
       clearTimeout(deadline);
-      resolve(outcome);
+      resolve({ outcome, headers: answerHeaders });
     };
     const stop = (reason: Error) => {
       cause ??= reason;
@@ -158,6 +191,10 @@ function exchange(
         statusCode = code;
         const retryAfter = responseHeaders["retry-after"];
         retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
+        for (const name of keep) {
+          const value = responseHeaders[name];
+          if (value !== undefined) answerHeaders[name] = Array.isArray(value) ? value.join(", ") : String(value);
+        }
         const declared = Number(responseHeaders["content-length"]);
         if (declared > limits.maxResponseBytes) {
           // Settled before the abort: undici reports the abort as an error at once.
@@ -197,10 +234,7 @@ function exchange(
       },
     };
     try {
-      agent.dispatch(
-        { origin: target.origin, path: target.pathname + target.search, method: "POST", headers, body },
-        handler,
-      );
+      agent.dispatch({ origin: target.origin, path: target.pathname + target.search, method, ...request }, handler);
     } catch (error) {
       failed(error as Error);
     }

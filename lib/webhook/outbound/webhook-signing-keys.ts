@@ -56,29 +56,30 @@ export async function ensureSigningKey(tx: Database, account: string | null, sec
 
 /**
  * Rotates an account's key: a new one, published now and signing JWKS_MAX_AGE_S from now (at once for an account's
- * first key); the keys it replaces stay published until KEY_OVERLAP_S after that. `immediate` (a leaked key): the
- * new one signs at once and the others leave the set now; receivers holding a cached set refuse deliveries until
+ * first key); the keys it replaces stay published `graceSeconds` after that (KEY_OVERLAP_S unless given), then leave
+ * the set, and what they signed stops verifying. `immediate` (a leaked key): the new one signs at once and the
+ * others stay only for the grace given (none unless given); receivers holding a cached set refuse deliveries until
  * they fetch it again (at most its max-age), and those deliveries are retried; workers sign with the new key within
- * KEYS_TTL_MS. Returns the new key's id and when it starts signing.
+ * KEYS_TTL_MS. A key already leaving sooner is not kept longer. Returns the new key's id, when it starts signing, and
+ * until when the keys it replaces stay published.
  */
 export async function rotateSigningKey(
   tx: Database,
   account: string | null,
   secrets: SecretSealer,
-  options: { immediate?: boolean } = {},
-): Promise<{ kid: string; signsFrom: Date; createdAt: Date }> {
+  options: { immediate?: boolean; graceSeconds?: number } = {},
+): Promise<{ kid: string; signsFrom: Date; createdAt: Date; previousUntil: Date }> {
   // An account's first key has no predecessor to overlap with, and nobody can have cached its set: it signs at once.
   const immediate = options.immediate === true || !(await lockAccountKeys(tx, account));
   const created = await insertKey(tx, account, secrets, immediate ? 0 : JWKS_MAX_AGE_S);
-  // Immediate (a leaked key): the others leave the set now, and what they signed stops verifying.
-  const until = options.immediate
-    ? sql`now()`
-    : sql`${created.signsFrom}::timestamptz + ${KEY_OVERLAP_S} * interval '1 second'`;
+  const grace = options.graceSeconds ?? (options.immediate ? 0 : KEY_OVERLAP_S);
+  const previousUntil = new Date(created.signsFrom.getTime() + grace * 1_000);
   await tx.rows(sql`
-    update webhook_signing_key set published_until = ${until}
-    where ${ofAccount(account)} and id <> ${created.kid} and (published_until is null or published_until > ${until})
+    update webhook_signing_key set published_until = ${previousUntil}
+    where ${ofAccount(account)} and id <> ${created.kid}
+      and (published_until is null or published_until > ${previousUntil})
   `);
-  return created;
+  return { ...created, previousUntil };
 }
 
 async function insertKey(

@@ -10,6 +10,7 @@ import { pruneLedgerTask } from "./prune-ledger.ts";
 import { pruneSessionsTask } from "./prune-sessions.ts";
 import { notifyOwnersTask } from "./notify-owners.ts";
 import { runRecoveryJobsTask } from "./run-recovery-jobs.ts";
+import { requestConsentTask } from "./request-consent.ts";
 import type { SweeperContext, SweeperTask } from "./sweeper-task.ts";
 
 export { SWEEP_WAKE_CHANNEL, wakeSweepers } from "./wake-sweepers.ts";
@@ -21,6 +22,7 @@ export const SWEEP_INTERVAL_MS = 30_000;
 export const SWEEPER_TASKS: readonly SweeperTask[] = [
   disableFailingWebhooksTask,
   notifyOwnersTask,
+  requestConsentTask,
   runRecoveryJobsTask,
   pruneIdempotencyKeysTask,
   pruneSessionsTask,

@@ -96,6 +96,7 @@ it("steps one at a time, each with what the steps before it handed over in `held
       await answer.opened;
       return { kind: "success", statusCode: 200, responseExcerpt: null };
     },
+    options: () => Promise.reject(new Error("no consent requests here")),
     close: async () => {},
   };
   const steps = recordingSteps(hooklane.database);
@@ -134,6 +135,7 @@ it("records attempts that finish together in one statement, however many finish 
       await answer.opened;
       return { kind: "success", statusCode: 200, responseExcerpt: null };
     },
+    options: () => Promise.reject(new Error("no consent requests here")),
     close: async () => {},
   };
   let running = true;
@@ -180,6 +182,7 @@ it("claims again after recording a retry, not after a batch of plain successes",
       if (posts <= 3) await answer.opened;
       return outcome;
     },
+    options: () => Promise.reject(new Error("no consent requests here")),
     close: async () => {},
   };
   let running = true;

@@ -242,7 +242,7 @@ export function createVercelLaneHandler(deps: VercelLaneDeps): (request: Request
     const namesAttempt = message.run !== undefined && message.attempt !== undefined;
     if (namesAttempt && (message.run !== state.run || message.attempt !== state.attempt)) return;
     if (!state.webhookActive) {
-      // Re-enabling the webhook makes the sweeper send it again.
+      // Re-enabling the webhook, or its endpoint's consent, makes the sweeper send it again.
       await clearDispatchesQueued(database, [state.id]);
       return;
     }
