@@ -3,9 +3,7 @@ import { afterCommit } from "../../../lib/api/handler.ts";
 import type { OperationRouter } from "../../../lib/api/operation.ts";
 import { ApiError, QuotaExceededError } from "../../../lib/api/problem.ts";
 import { CONSENT_MIN_INTERVAL_S, takeConsentRequest } from "../../../lib/db/sql/endpoint-consent.ts";
-import { askConsent, CONSENT_LEASE_MS } from "../../../lib/webhook/outbound/endpoint-consent.ts";
-import { createSender } from "../../../lib/webhook/outbound/webhook-http-sender.ts";
-import { createSigningKeyStore } from "../../../lib/webhook/outbound/webhook-signing-keys.ts";
+import { askConsent, CONSENT_LEASE_MS, withConsentDeps } from "../../../lib/webhook/outbound/endpoint-consent.ts";
 import { findWebhook } from "../../../lib/webhook/webhook-scope.ts";
 import { presentWebhook, webhookIdParams, webhookSchema } from "./webhook-schemas.ts";
 
@@ -32,8 +30,7 @@ export function addWebhookRequestConsent(router: OperationRouter): void {
       },
     },
     async (c, { params }) => {
-      const hooklane = c.get("hooklane");
-      const { config, secrets, transport } = hooklane;
+      const { config, secrets, transport } = c.get("hooklane");
       const database = c.get("database");
       const principal = c.get("principal");
       const hook = await findWebhook(database, principal, params.id);
@@ -53,29 +50,14 @@ export function addWebhookRequestConsent(router: OperationRouter): void {
           taken.retryInSeconds,
         );
       }
-      const sender = createSender({ ...config, connectionsPerOrigin: 1 });
-      try {
-        const { state } = await askConsent(
-          {
-            database,
-            sender,
-            secrets,
-            brand: config.brand,
-            origin: config.consent.origin,
-            signingKeys: createSigningKeyStore(database, secrets),
-          },
-          taken,
-        );
-        await recordAudit(database, principal, {
-          action: "webhook.consent-requested",
-          target: hook.id,
-          account: hook.account,
-          detail: { granted: state === "granted" },
-        });
-        if (state === "granted") afterCommit(c, () => transport.sendDeliver([]));
-      } finally {
-        await sender.close();
-      }
+      const { state } = await withConsentDeps({ database, secrets, config }, (deps) => askConsent(deps, taken));
+      await recordAudit(database, principal, {
+        action: "webhook.consent-requested",
+        target: hook.id,
+        account: hook.account,
+        detail: { granted: state === "granted" },
+      });
+      if (state === "granted") afterCommit(c, () => transport.sendDeliver([]));
       return c.json(presentWebhook(await findWebhook(database, principal, hook.id)));
     },
   );

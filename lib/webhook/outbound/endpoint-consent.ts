@@ -4,7 +4,9 @@ import { recordConsentAnswer, type ConsentSubject } from "../../db/sql/endpoint-
 import type { ConsentState } from "../../db/schema.ts";
 import { USER_AGENT } from "../../version.ts";
 import type { DeliveryOutcome } from "./webhook-delivery-outcome.ts";
-import type { HttpSender } from "./webhook-http-sender.ts";
+import { createSender, type HttpSender } from "./webhook-http-sender.ts";
+import { createSigningKeyStore } from "./webhook-signing-keys.ts";
+import type { SecretSealer } from "./webhook-secret-seal.ts";
 import type { SigningDeps } from "./webhook-out-deliver.handler.ts";
 import { openHeaders } from "./webhook-custom-headers.ts";
 import { signatureHeaders } from "./webhook-signature.ts";
@@ -35,6 +37,39 @@ export interface ConsentDeps extends SigningDeps {
   sender: HttpSender;
   /** The sender's name the request gives (`WebHook-Request-Origin`) and the answer must allow. */
   origin: string;
+}
+
+/** What asking for consent is made with: a process's database, sealer and configuration. */
+export interface ConsentSource {
+  database: Database;
+  secrets: SecretSealer;
+  config: {
+    brand: string;
+    timeoutMs: number;
+    allowedHosts: readonly string[];
+    consent: { origin: string };
+  };
+}
+
+/**
+ * Runs `ask` with what consent requests need: a sender of their own (one socket per origin, the lane's deadline and
+ * address checks), closed after, and the accounts' signing keys for webhooks that sign `v1a`.
+ */
+export async function withConsentDeps<T>(source: ConsentSource, ask: (deps: ConsentDeps) => Promise<T>): Promise<T> {
+  const { database, secrets, config } = source;
+  const sender = createSender({ ...config, connectionsPerOrigin: 1 });
+  try {
+    return await ask({
+      database,
+      sender,
+      secrets,
+      brand: config.brand,
+      origin: config.consent.origin,
+      signingKeys: createSigningKeyStore(database, secrets),
+    });
+  } finally {
+    await sender.close();
+  }
 }
 
 /**

@@ -1,8 +1,6 @@
 import { takeDueConsentRequests } from "../../db/sql/endpoint-consent.ts";
 import { forEachBounded } from "../../for-each-bounded.ts";
-import { askConsent, CONSENT_LEASE_MS } from "../outbound/endpoint-consent.ts";
-import { createSender } from "../outbound/webhook-http-sender.ts";
-import { createSigningKeyStore } from "../outbound/webhook-signing-keys.ts";
+import { askConsent, CONSENT_LEASE_MS, withConsentDeps } from "../outbound/endpoint-consent.ts";
 import type { SweeperTask } from "./sweeper-task.ts";
 
 /** Consent requests taken per step, and sent at once. */
@@ -17,21 +15,12 @@ const CONSENT_PARALLEL = 8;
 export const requestConsentTask: SweeperTask = {
   name: "request-consent",
   async run({ hooklane }) {
-    const { database, config, secrets, transport, logger } = hooklane;
+    const { database, transport, logger } = hooklane;
     const due = await takeDueConsentRequests(database, { limit: CONSENT_BATCH, leaseMs: CONSENT_LEASE_MS });
     if (due.length === 0) return false;
-    const sender = createSender({ ...config, connectionsPerOrigin: 1 });
-    const deps = {
-      database,
-      sender,
-      secrets,
-      brand: config.brand,
-      origin: config.consent.origin,
-      signingKeys: createSigningKeyStore(database, secrets),
-    };
     let granted = 0;
-    try {
-      await forEachBounded(due, CONSENT_PARALLEL, async (subject) => {
+    await withConsentDeps(hooklane, (deps) =>
+      forEachBounded(due, CONSENT_PARALLEL, async (subject) => {
         const { state, error } = await askConsent(deps, subject);
         if (state === "granted") granted++;
         else if (state === "pending") {
@@ -39,10 +28,8 @@ export const requestConsentTask: SweeperTask = {
             .child({ component: "sweeper" })
             .info({ webhookId: subject.id, attempt: subject.attempts + 1, error }, "endpoint has not consented");
         }
-      });
-    } finally {
-      await sender.close();
-    }
+      }),
+    );
     // Their held events are due: deliver them now rather than at the lane's next idle check.
     if (granted > 0) await transport.sendDeliver([]);
     return due.length === CONSENT_BATCH;
