@@ -237,6 +237,7 @@ describe("the console", () => {
       [`/console/webhooks/${hook.body.id}/recover`, { hours: "24" }],
       [`/console/webhooks/${hook.body.id}/rotate-secret`, { grace: "0" }],
       [`/console/webhooks/${hook.body.id}/expire-previous-secret`, {}],
+      [`/console/webhooks/${hook.body.id}/request-consent`, {}],
       ["/console/login", { token }],
       ["/console/logout", {}],
     ];

@@ -98,6 +98,20 @@ pre {
   border: 1px solid #c90;
   padding: 0.5rem 0.7rem;
 }
+.warning h2 {
+  margin-top: 0.2rem;
+}
+.badge {
+  display: inline-block;
+  font-size: 0.8rem;
+  font-weight: 600;
+  color: #5c4700;
+  background: #fff6e0;
+  border: 1px solid #c90;
+  border-radius: 0.6rem;
+  padding: 0 0.45rem;
+  white-space: nowrap;
+}
 .secret {
   font-size: 1rem;
   background: #fff6e0;

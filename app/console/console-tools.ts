@@ -14,6 +14,8 @@ export interface ApiAnswer {
   status: number;
   // The API's answers are validated by its own tests; here they are only displayed.
   body: any;
+  /** The answer's headers (`Retry-After` of a 429, say). */
+  headers: Headers;
 }
 
 /** A rendered page (hono renders some asynchronously). */
@@ -45,7 +47,12 @@ export async function callApiAs(
 /** The answer of an API call, parsed. */
 export async function apiAnswer(response: Response): Promise<ApiAnswer> {
   const text = await response.text();
-  return { ok: response.ok, status: response.status, body: text ? JSON.parse(text) : undefined };
+  return {
+    ok: response.ok,
+    status: response.status,
+    body: text ? JSON.parse(text) : undefined,
+    headers: response.headers,
+  };
 }
 
 /** The usual answers of a console, for pages under `base(c)`. */

@@ -78,7 +78,9 @@ export function webhooksPage(input: {
                       ><br /><small><code>${w.id}</code>${w.description ? html` · ${w.description}` : ""}</small>
                     </td>
                     <td data-label="Status" class="status-${w.status}">
-                      ${w.status}${w.disabledReason ? html`<br /><small>${w.disabledReason}</small>` : ""}
+                      ${w.status}${w.disabledReason ? html`<br /><small>${w.disabledReason}</small>` : ""}${
+                        awaitingConsent(w) ? html`<br />${consentBadge}` : ""
+                      }
                     </td>
                     <td data-label="Health">
                       ${verdict(health)}${
@@ -186,6 +188,8 @@ export function webhookPage(input: {
   cursor: string | undefined;
   filters: LogFilters;
   eventTypes: string[];
+  /** The sender's name the consent request gives (`WebHook-Request-Origin`), which the endpoint must allow. */
+  consentOrigin: string;
   notice: string | undefined;
   context: PageContext;
 }) {
@@ -197,11 +201,18 @@ export function webhookPage(input: {
   const live = input.cursor === undefined;
   return layout(
     w.url,
-    html`<dl class="facts">
+    html`<div id="webhook-consent" ${liveEvery(live && awaitingConsent(w), 10)}>
+        ${endpointConsent(w, input.consentOrigin, context)}
+      </div>
+      <dl class="facts">
         <dt>Id</dt>
         <dd><code>${w.id}</code></dd>
         <dt>Status</dt>
-        <dd class="status-${w.status}">${w.status}${w.disabledReason ? html` (${w.disabledReason})` : ""}</dd>
+        <dd class="status-${w.status}">
+          ${w.status}${w.disabledReason ? html` (${w.disabledReason})` : ""}${
+            awaitingConsent(w) ? html` ${consentBadge}` : ""
+          }
+        </dd>
         <dt>Events</dt>
         <dd>${w.events.join(", ")}</dd>
         <dt>Signature</dt>
@@ -315,6 +326,51 @@ export function webhookPage(input: {
       </p>`,
     { signedIn: true, ...context, notice: input.notice, live },
   );
+}
+
+const awaitingConsent = (w: Webhook) => w.consent?.state === "pending";
+
+/** Marks a webhook whose deliveries are held until its endpoint consents. */
+const consentBadge = html`<span class="badge">awaiting consent</span>`;
+
+/**
+ * Endpoint consent, when its account asks for it. Pending: deliveries are held, with how the asking has gone (the
+ * last answer's error is the endpoint's doing, so only ever text), what the endpoint must answer, and a button that
+ * asks it again now. Granted: when. Not asked: nothing.
+ */
+function endpointConsent(w: Webhook, origin: string, { csrf, base }: PageContext) {
+  const consent = w.consent;
+  if (consent === null) return "";
+  if (consent.state === "granted") {
+    return html`<p class="consented"><small>Endpoint consented ${when(consent.granted)}.</small></p>`;
+  }
+  return html`<section class="warning" aria-labelledby="consent-title">
+    <h2 id="consent-title">Deliveries held: the endpoint has not consented yet</h2>
+    <p>
+      Nothing is sent to this URL until the endpoint answers the consent request. Events are kept meanwhile, and go to
+      it once it consents.
+    </p>
+    <dl class="facts">
+      <dt>Asked since</dt>
+      <dd>${when(consent.requested)}</dd>
+      <dt>Requests sent</dt>
+      <dd>${consent.attempts}${consent.lastRequest ? html`, the last ${when(consent.lastRequest)}` : ""}</dd>
+      <dt>Last answer</dt>
+      <dd>${consent.lastError ?? "—"}</dd>
+      <dt>Next request</dt>
+      <dd>${consent.nextRequest ? when(consent.nextRequest) : "none will go on their own: ask the endpoint again"}</dd>
+    </dl>
+    <p>
+      <small
+        >To consent, the endpoint answers the <code>OPTIONS</code> request carrying
+        <code>WebHook-Request-Origin: ${origin}</code> with a 2xx and <code>WebHook-Allowed-Origin: ${origin}</code> (or
+        <code>*</code>).</small
+      >
+    </p>
+    <form class="inline" method="post" action="${base}/webhooks/${w.id}/request-consent">
+      ${tokenField(csrf)}<button>Ask the endpoint again</button>
+    </form>
+  </section>`;
 }
 
 /** Rotating the secret, with the grace the old one keeps signing for, and ending a rotation's overlap early. */

@@ -3,6 +3,7 @@ import { z } from "zod";
 import type { HooklaneEnv } from "../../lib/api/hono-env.ts";
 import { textProblem } from "../../lib/api/input-text.ts";
 import { ApiError } from "../../lib/api/problem.ts";
+import { CONSENT_MIN_INTERVAL_S } from "../../lib/db/sql/endpoint-consent.ts";
 import { judgeFilter } from "../routes/v3/webhook-filter-preview.ts";
 import type { ApiAnswer, ConsoleTools, Page } from "./console-tools.ts";
 import {
@@ -120,9 +121,30 @@ function logQuery(filters: LogFilters, cursor: string | undefined): URLSearchPar
 const back = (base: string, id: string, notice: string) =>
   `${base}/webhooks/${id}?notice=${encodeURIComponent(notice)}`;
 
+/** The notice after asking the endpoint for its consent: where its answer left the webhook. */
+function consentAnswer(hook: Webhook): string {
+  if (hook.consent?.state === "granted") return "The endpoint consented: events held for it are on their way.";
+  if (hook.consent?.state === "pending") {
+    const why = (hook.consent.lastError ?? "the endpoint did not consent").replace(/\.+$/, "");
+    return `Still no consent: ${why}. Events stay held.`;
+  }
+  return "Consent is no longer asked of this endpoint: deliveries go to it as usual.";
+}
+
 /**
- * The webhooks: list with health, create, edit, pause and resume, rotate (and end a rotation's overlap), test,
- * delete, and one webhook's page.
+ * Why no consent request was sent, when it is the webhook's own doing: one went moments ago (its 429, not the API's
+ * rate limit), or its consent is not pending (409). Undefined for any other answer.
+ */
+function consentRefusal(answer: ApiAnswer): string | undefined {
+  if (answer.status === 409) return answer.body?.detail ?? "The endpoint's consent is not pending.";
+  if (answer.status !== 429 || answer.body?.quota !== "consent-requests") return undefined;
+  const seconds = Number(answer.headers.get("retry-after")) || CONSENT_MIN_INTERVAL_S;
+  return `The endpoint was asked less than ${CONSENT_MIN_INTERVAL_S} s ago: try again in ${seconds} s.`;
+}
+
+/**
+ * The webhooks: list with health, create, edit, pause and resume, rotate (and end a rotation's overlap), ask the
+ * endpoint for its consent again, test, delete, and one webhook's page.
  */
 export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, tools: ConsoleTools): void {
   const { call, context, signIn, refused, badForm } = tools;
@@ -279,6 +301,15 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
     return answered(c, expired, (hook) => c.redirect(back(context(c).base, hook.id, notice), 303));
   });
 
+  // What POST /v3/webhooks/:id/request-consent does, as the caller: the request goes now, and the page says what
+  // the endpoint answered. Asked too soon, or not pending any more: the page again, saying so.
+  app.post(`${prefix}/webhooks/:id/request-consent`, async (c) => {
+    const asked = await call(c, "POST", `/v3/webhooks/${idOf(c)}/request-consent`);
+    const refusal = asked && consentRefusal(asked);
+    if (refusal) return c.redirect(back(context(c).base, idOf(c), refusal), 303);
+    return answered(c, asked, (hook: Webhook) => c.redirect(back(context(c).base, hook.id, consentAnswer(hook)), 303));
+  });
+
   app.post(`${prefix}/webhooks/:id/test`, async (c) => {
     const sent = await call(c, "POST", `/v3/webhooks/${idOf(c)}/test`);
     return answered(c, sent, (body) =>
@@ -324,6 +355,7 @@ export function addWebhookConsoleRoutes(app: Hono<HooklaneEnv>, prefix: string, 
         cursor,
         filters,
         eventTypes: [...types, "webhook.test"],
+        consentOrigin: c.get("hooklane").config.consent.origin,
         notice,
         context: context(c),
       }),

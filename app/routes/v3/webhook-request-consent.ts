@@ -10,7 +10,7 @@ import { presentWebhook, webhookIdParams, webhookSchema } from "./webhook-schema
 /**
  * `POST /v3/webhooks/:id/request-consent`: sends the endpoint-consent request now, while the endpoint's consent is
  * pending, and answers with the webhook as the answer left it (`consent.state` `granted`, or `lastError` saying
- * why not). Restarts the schedule of requests. At most one request per CONSENT_MIN_INTERVAL_S to a webhook's
+ * why not). It counts as one of the schedule's requests. At most one request per CONSENT_MIN_INTERVAL_S to a webhook's
  * endpoint, however asked for. Audited.
  */
 export function addWebhookRequestConsent(router: OperationRouter): void {

@@ -118,7 +118,8 @@ export async function takeDueConsentRequests(
 }
 
 /**
- * Takes one webhook's consent request now (asked for by its owner), restarting its schedule. Undefined when its
+ * Takes one webhook's consent request now (asked for by its owner), counted like the schedule's: once the schedule
+ * has run out, asking does not start it again. Undefined when its
  * consent is not pending; `{ retryInSeconds }` when a request went to it within CONSENT_MIN_INTERVAL_S.
  */
 export async function takeConsentRequest(
@@ -135,7 +136,7 @@ export async function takeConsentRequest(
     ),
     taken as (
       update webhook w
-      set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond', consent_attempts = 0
+      set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond'
       from hook h where w.id = h.id and coalesce(h.wait_s, 0) <= 0
       returning ${SUBJECT}
     )
