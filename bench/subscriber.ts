@@ -4,7 +4,9 @@
 // and `data.id`. For the fault drills it can also answer late, and be taken
 // down and brought back on the same port. With BENCH_SUBSCRIBER_PORTS=n it
 // listens on n ports at once, each a distinct origin to the lane's caps,
-// recording every port's POSTs in the one list.
+// recording every port's POSTs in the one list. It consents to every
+// endpoint-consent request (an OPTIONS), as a receiver of a production
+// account's webhooks must.
 import { createServer, type RequestListener, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serveRpc } from "./rpc.ts";
@@ -36,6 +38,18 @@ let answerAfterMs = 0;
 let slowPaths: { prefix: string; ms: number } | undefined;
 
 const handle: RequestListener = (req, res) => {
+  if (req.method === "OPTIONS") {
+    // The endpoint-consent request: consent to whichever sender asks; it is no arrival.
+    const origin = req.headers["webhook-request-origin"];
+    res.writeHead(200, {
+      allow: "POST",
+      "content-length": "0",
+      ...(origin ? { "webhook-allowed-origin": origin } : {}),
+    });
+    res.end();
+    req.resume();
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.on("end", () => {
