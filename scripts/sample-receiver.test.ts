@@ -47,7 +47,7 @@ async function receiver(options: Omit<SampleReceiverOptions, "log"> = {}) {
     });
     return response.status;
   }
-  return { lines, printed, deliver };
+  return { lines, printed, deliver, port: started.port };
 }
 
 describe("sample receiver", () => {
@@ -145,6 +145,21 @@ describe("sample receiver", () => {
       expect.stringMatching(/WEBHOOK_SECRET is not set/),
       "? evt_1 payment-debt.created attempt 1 (unverified) → 200",
       `  processed evt_1 ${data}`,
+    ]);
+  });
+  it("consents to the sender it expects, and to no other", async () => {
+    const { lines, port } = await receiver({ secret });
+    const ask = (origin: string) =>
+      fetch(`http://127.0.0.1:${port}/hooks`, { method: "OPTIONS", headers: { "webhook-request-origin": origin } });
+    const granted = await ask("hooklane");
+    expect(granted.status).toBe(200);
+    expect(granted.headers.get("webhook-allowed-origin")).toBe("hooklane");
+    const refused = await ask("intruder.example");
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get("webhook-allowed-origin")).toBeNull();
+    expect(lines).toEqual([
+      "✔ consent given to hooklane → 200",
+      "✘ consent asked by intruder.example, not hooklane → 403",
     ]);
   });
 });
