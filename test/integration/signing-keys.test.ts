@@ -295,6 +295,18 @@ describe("ed25519 signatures and published keys", () => {
       .filter((entry) => entry.target === rotated.body.id || entry.target === strict.body.id)
       .map((entry) => entry.detail.graceSeconds);
     expect(graces.sort()).toEqual([0, 7_200]);
+    // A leak while a rotation's key waits to sign, with a grace: the waiting key never signs, the new one does.
+    const waiting = await harness.call("POST", "/v3/webhook-signing-keys/rotate", { account: "acc_alice" });
+    const leak = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
+      account: "acc_alice",
+      body: { immediate: true, grace: 600 },
+    });
+    expect(leak.status, leak.text).toBe(201);
+    const afterWait = createSigningKeyStore(harness.hooklane.database, harness.hooklane.secrets);
+    const whenWaitingWouldSign = new Date(Date.parse(waiting.body.signsFrom) + 1_000);
+    expect((await afterWait.signer("acc_alice", whenWaitingWouldSign)).kid).toBe(leak.body.id);
+    const leakedSet = (await (await keySet(harness.hooklane)).json()) as KeySet;
+    expect(leakedSet.keys.map((key) => key.kid)).not.toContain(waiting.body.id);
     const outOfRange = await harness.call("POST", "/v3/webhook-signing-keys/rotate", {
       account: "acc_alice",
       body: { grace: 7 * 86_400 + 1 },

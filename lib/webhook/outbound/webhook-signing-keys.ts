@@ -58,7 +58,7 @@ export async function ensureSigningKey(tx: Database, account: string | null, sec
  * Rotates an account's key: a new one, published now and signing JWKS_MAX_AGE_S from now (at once for an account's
  * first key); the keys it replaces stay published `graceSeconds` after that (KEY_OVERLAP_S unless given), then leave
  * the set, and what they signed stops verifying. `immediate` (a leaked key): the new one signs at once and the
- * others stay only for the grace given (none unless given); receivers holding a cached set refuse deliveries until
+ * others stay only for the grace given (none unless given), and one yet to sign leaves now; receivers holding a cached set refuse deliveries until
  * they fetch it again (at most its max-age), and those deliveries are retried; workers sign with the new key within
  * KEYS_TTL_MS. A key already leaving sooner is not kept longer. Returns the new key's id, when it starts signing, and
  * until when the keys it replaces stay published.
@@ -79,6 +79,14 @@ export async function rotateSigningKey(
     where ${ofAccount(account)} and id <> ${created.kid}
       and (published_until is null or published_until > ${previousUntil})
   `);
+  // A leak: a key an earlier rotation made that has not signed yet would take over from the new one when its time
+  // came (the newest whose time has come signs). It has signed nothing, so it leaves now, whatever the grace.
+  if (options.immediate) {
+    await tx.rows(sql`
+      update webhook_signing_key set published_until = now()
+      where ${ofAccount(account)} and id <> ${created.kid} and signs_from > now()
+    `);
+  }
   return { ...created, previousUntil };
 }
 
