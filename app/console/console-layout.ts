@@ -39,6 +39,7 @@ export function layout(
                   <a href="${options.base}">Webhooks</a>
                   <a href="${options.base}/event-types">Event types</a>
                   <a href="${options.base}/notifications">Notifications</a>
+                  <a href="${options.base}/signing-keys">Signing keys</a>
                   ${
                     options.portal
                       ? ""

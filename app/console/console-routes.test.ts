@@ -238,6 +238,8 @@ describe("the console", () => {
       [`/console/webhooks/${hook.body.id}/rotate-secret`, { grace: "0" }],
       [`/console/webhooks/${hook.body.id}/expire-previous-secret`, {}],
       [`/console/webhooks/${hook.body.id}/request-consent`, {}],
+      ["/console/signing-keys/rotate", { grace: "3600" }],
+      ["/console/signing-keys/rotate", { immediate: "true" }],
       ["/console/login", { token }],
       ["/console/logout", {}],
     ];
@@ -270,6 +272,7 @@ describe("the console", () => {
     expect((await harness.call("GET", `/v3/webhooks/${hook.body.id}/dispatches`, OWNER)).body.data.length).toBe(1);
     const audit = await harness.call("GET", `/v3/audit-log?target=${hook.body.id}&limit=100`, OWNER);
     expect(audit.body.data.filter((e: { action: string }) => e.action.includes("secret"))).toEqual([]);
+    expect((await harness.call("GET", "/v3/webhook-signing-keys", OWNER)).body.data).toEqual([]);
   });
 
   it("rotates with a grace it offered, the API's default when none is sent, and refuses any other", async () => {
@@ -298,6 +301,71 @@ describe("the console", () => {
     expect(rotations.map((e: { detail: unknown }) => e.detail).reverse()).toEqual([
       { graceSeconds: 3_600 },
       { graceSeconds: 86_400 },
+    ]);
+  });
+
+  it("rotates the signing key with a grace it offered or at once, refuses any other, and says when each key signs", async () => {
+    const keys = async () => (await harness.call("GET", "/v3/webhook-signing-keys", OWNER)).body.data;
+    const shown = await page("/console/signing-keys");
+    expect(shown.status).toBe(200);
+    expect(shown.html).toContain("No signing keys yet.");
+    expect(shown.html).toMatch(/<option value="3600" selected>1 hour \(default\)<\/option>/);
+    // Blank must not read as 0; nor may a grace the page does not offer pass, nor a scope it does not know.
+    for (const fields of [
+      { grace: "" },
+      { grace: "5" },
+      { grace: "3600.0" },
+      { immediate: "yes" },
+      { scope: "x" },
+    ] as Array<Record<string, string>>) {
+      const refused = await post("/console/signing-keys/rotate", fields);
+      expect(refused.status, JSON.stringify(fields)).toBe(400);
+      expect(await refused.text()).toContain("Choose one of the offered grace periods.");
+    }
+    expect(await keys()).toEqual([]);
+
+    // The account's first key signs at once: nothing to replace.
+    const first = await post("/console/signing-keys/rotate", {});
+    expect(first.status).toBe(303);
+    const firstNotice = new URL(first.headers.get("location")!, "http://localhost").searchParams.get("notice");
+    const [made] = await keys();
+    expect(firstNotice).toBe(`New key ${made.id} signs now. It is the first key: there was none to replace.`);
+
+    // A form without a grace: the API's hour after the new key signs.
+    const planned = await post("/console/signing-keys/rotate", {});
+    const location = planned.headers.get("location")!;
+    expect(location).toMatch(/^\/console\/signing-keys\?notice=/);
+    const [next, old] = await keys();
+    expect(Date.parse(old.publishedUntil) - Date.parse(next.signsFrom)).toBe(3_600_000);
+    const notice = new URL(location, "http://localhost").searchParams.get("notice")!;
+    const clock = (iso: string) => `${iso.slice(0, 16).replace("T", " ")} UTC`;
+    expect(notice).toContain(`New key ${next.id} signs from ${clock(next.signsFrom)} (in 5 minutes)`);
+    expect(notice).toContain(`The keys it replaces stay published until ${clock(old.publishedUntil)} (in 1 hour)`);
+    const listed = await page(location);
+    expect(listed.html).toContain(`/webhook-keys/${OWNER.account}/jwks.json`);
+    expect(listed.html).toMatch(new RegExp(`<tr id="${next.id}">[\\s\\S]*?status-pending">next</span>: signs at`));
+    expect(listed.html).toMatch(
+      new RegExp(`<tr id="${old.id}">[\\s\\S]*?status-active">signing</span> until [\\s\\S]*?, then retiring until`),
+    );
+
+    // Leaked: the new key signs now, every other key left the set.
+    const leaked = await post("/console/signing-keys/rotate", { immediate: "true" });
+    const leakedNotice = new URL(leaked.headers.get("location")!, "http://localhost").searchParams.get("notice");
+    const [fresh] = await keys();
+    expect(leakedNotice).toBe(
+      `New key ${fresh.id} signs now. The keys it replaces have left the key set: what they signed no longer verifies.`,
+    );
+    const after = (await page("/console/signing-keys")).html;
+    expect(after.match(/<span>retired<\/span>/g)).toHaveLength(2);
+    expect(after.match(/status-active">signing<\/span>/g)).toHaveLength(1);
+
+    // The global webhooks' keys are an admin's.
+    expect((await page("/console/signing-keys?scope=global")).status).toBe(403);
+    expect((await post("/console/signing-keys/rotate", { scope: "global" })).status).toBe(403);
+    const audit = await harness.call("GET", "/v3/audit-log?limit=100", OWNER);
+    const rotations = audit.body.data.filter((e: { action: string }) => e.action === "webhook-signing-key.rotated");
+    expect(rotations.map((e: { detail: { graceSeconds: number } }) => e.detail.graceSeconds).reverse()).toEqual([
+      3_600, 3_600, 0,
     ]);
   });
 

@@ -17,6 +17,7 @@ import { consoleCsrf, formToken } from "./console-csrf.ts";
 import { addDeliveryConsoleRoutes } from "./console-delivery-routes.ts";
 import { loginPage, problemPage } from "./console-pages.ts";
 import { addPortalGate, portalTools, PORTAL_PREFIX } from "./console-portal.ts";
+import { addSigningKeyConsoleRoutes } from "./console-signing-key-routes.ts";
 import { callApiAs, pageAnswers, type ApiCaller, type ConsoleTools } from "./console-tools.ts";
 import { addWebhookConsoleRoutes } from "./console-webhook-routes.ts";
 
@@ -137,6 +138,7 @@ export function consoleRoutes(api: ApiCaller): Hono<HooklaneEnv> {
   ] as const) {
     addWebhookConsoleRoutes(app, prefix, tools);
     addDeliveryConsoleRoutes(app, prefix, tools);
+    addSigningKeyConsoleRoutes(app, prefix, tools);
   }
   // Any other console path: the console's own page, not the API's problem+json.
   for (const [path, tools] of [

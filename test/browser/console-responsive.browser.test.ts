@@ -63,6 +63,7 @@ describe.skipIf(!hasChromium())("every console and portal page at 375 and 1280 p
         ["secret-already-shown", `${o}/console/webhooks/${hook.id}/secret/${"x".repeat(43)}`],
         ["event-types", `${o}/console/event-types`],
         ["notifications", `${o}/console/notifications`],
+        ["signing-keys", `${o}/console/signing-keys`],
       );
       // The same pages through a portal session, which another site frames.
       const portal = (
@@ -77,6 +78,7 @@ describe.skipIf(!hasChromium())("every console and portal page at 375 and 1280 p
         ["portal-recovery", `${p}/webhooks/${hook.id}/recoveries/${recovery.id}`],
         ["portal-event-types", `${p}/event-types`],
         ["portal-notifications", `${p}/notifications`],
+        ["portal-signing-keys", `${p}/signing-keys`],
       );
       const failures: string[] = [];
       for (const [name, url] of pages) {
