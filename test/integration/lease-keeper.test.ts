@@ -69,14 +69,22 @@ it("renews the leases it can lock now and never waits for a row the record state
     lastClaimAt: () => undefined,
   });
   try {
+    // The keeper renews once as it starts; a second renewal beside it waits for its heartbeat row, which is not the
+    // wait this test looks for. Let that one finish, and put wd_a's lease back to short.
+    const renewedA = () =>
+      database.rows<{ renewed: boolean }>(sql`
+        select locked_until > now() + interval '30 seconds' as renewed
+        from webhook_dispatch_open where dispatch_id = 'wd_a'
+      `);
+    await eventually(renewedA, ([row]) => row!.renewed);
+    await database.rows(
+      sql`update webhook_dispatch_open set locked_until = now() + interval '1 second' where dispatch_id = 'wd_a'`,
+    );
     // Waiting for wd_b while holding wd_a, which the record wants next, is a deadlock PostgreSQL breaks after a
     // second by throwing one of the two away.
     const first = await Promise.race([keeper.renew().then(() => "renewed" as const), someoneWaitsForALock()]);
     expect(first).toBe("renewed");
-    const [renewed] = await database.rows<{ renewed: boolean }>(sql`
-      select locked_until > now() + interval '30 seconds' as renewed
-      from webhook_dispatch_open where dispatch_id = 'wd_a'
-    `);
+    const [renewed] = await renewedA();
     expect(renewed!.renewed).toBe(true);
     await record.query(
       `update webhook_dispatch_open set locked_until = null, locked_by = null where dispatch_id = 'wd_a'`,
