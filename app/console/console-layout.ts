@@ -89,6 +89,12 @@ export function when(iso: string | null | undefined, now = new Date()) {
  * Cut to the minute, never rounded up, so it is never later than the real one.
  */
 export function until(iso: string, now = new Date()) {
-  const clock = `${iso.slice(0, 16).replace("T", " ")} UTC`;
-  return html`<time datetime="${iso}" title="${iso}">${clock}</time> (${relativeTime(new Date(iso), now)})`;
+  return html`<time datetime="${iso}" title="${iso}">${clock(iso)}</time> (${relativeTime(new Date(iso), now)})`;
 }
+
+/** The same as plain text, for a notice. */
+export function untilText(iso: string, now = new Date()): string {
+  return `${clock(iso)} (${relativeTime(new Date(iso), now)})`;
+}
+
+const clock = (iso: string) => `${iso.slice(0, 16).replace("T", " ")} UTC`;

@@ -1,6 +1,6 @@
 import { html } from "hono/html";
 import { JWKS_MAX_AGE_S, KEY_OVERLAP_S } from "../../lib/webhook/outbound/webhook-signing-keys.ts";
-import { layout, relativeTime, tokenField, until, type PageContext } from "./console-layout.ts";
+import { layout, tokenField, until, untilText, type PageContext } from "./console-layout.ts";
 
 /** One ed25519 signing key, as `GET /v3/webhook-signing-keys` lists it. */
 export interface SigningKey {
@@ -29,11 +29,6 @@ export const keySetPath = (account: string | null) => `/webhook-keys/${account ?
 export function keysPagePath(base: string, scope: KeyScope, query = ""): string {
   const params = [scope === "global" ? "scope=global" : "", query].filter(Boolean).join("&");
   return `${base}/signing-keys${params ? `?${params}` : ""}`;
-}
-
-/** A time as the notice says it: the minute in UTC (never later than the real one), then how far off it is. */
-function clockText(iso: string, now: Date): string {
-  return `${iso.slice(0, 16).replace("T", " ")} UTC (${relativeTime(new Date(iso), now)})`;
 }
 
 const published = (key: SigningKey, now: Date) =>
@@ -104,7 +99,7 @@ export function rotatedNotice(created: SigningKey, keys: SigningKey[] | undefine
   const signs =
     Date.parse(created.signsFrom) <= now.getTime()
       ? `New key ${created.id} signs now.`
-      : `New key ${created.id} signs from ${clockText(created.signsFrom, now)}; receivers have it in the key set first.`;
+      : `New key ${created.id} signs from ${untilText(created.signsFrom, now)}; receivers have it in the key set first.`;
   if (!keys) return signs;
   const others = keys.filter((key) => key.id !== created.id);
   if (others.length === 0) return `${signs} It is the first key: there was none to replace.`;
@@ -115,7 +110,7 @@ export function rotatedNotice(created: SigningKey, keys: SigningKey[] | undefine
     .sort();
   const last = staying.at(-1);
   if (!last) return `${signs} The keys it replaces have left the key set: what they signed no longer verifies.`;
-  return `${signs} The keys it replaces stay published until ${clockText(last, now)}, so what they signed verifies until then.`;
+  return `${signs} The keys it replaces stay published until ${untilText(last, now)}, so what they signed verifies until then.`;
 }
 
 export function signingKeysPage(input: {

@@ -96,7 +96,8 @@ function toSubject(row: SubjectRow): ConsentSubject {
 
 /**
  * Takes up to `limit` webhooks whose consent request is due and holds them for `leaseMs` (their next request moved
- * that far), so that concurrent sweepers ask each endpoint once; one that dies leaves them to the next after that.
+ * that far, and its last request stamped now, so that an owner's ask waits its turn), so that concurrent sweepers
+ * ask each endpoint once; one that dies leaves them to the next after that.
  * FOR NO KEY UPDATE: routing, inserting the webhook's dispatches, holds its key share, which FOR UPDATE would wait
  * for (or skip).
  */
@@ -105,7 +106,7 @@ export async function takeDueConsentRequests(
   options: { limit: number; leaseMs: number },
 ): Promise<ConsentSubject[]> {
   const rows = await database.rows<SubjectRow>(sql`
-    update webhook w set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond'
+    update webhook w set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond', consent_sent_at = now()
     where w.id in (
       select d.id from webhook d
       where d.consent_state = 'pending' and d.consent_next_at <= now() and d.deleted_at is null
@@ -126,27 +127,21 @@ export async function takeConsentRequest(
   database: Database,
   options: { webhookId: string; leaseMs: number },
 ): Promise<ConsentSubject | { retryInSeconds: number } | undefined> {
-  const [row] = await database.rows<SubjectRow & { wait_s: number | string | null }>(sql`
-    with hook as (
-      select w.id, ceil(extract(epoch from
-          w.consent_sent_at + ${CONSENT_MIN_INTERVAL_S} * interval '1 second' - now()))::float8 as wait_s
-      from webhook w
-      where w.id = ${options.webhookId} and w.consent_state = 'pending' and w.deleted_at is null
-      for no key update
-    ),
-    taken as (
-      update webhook w
-      set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond'
-      from hook h where w.id = h.id and coalesce(h.wait_s, 0) <= 0
-      returning ${SUBJECT}
-    )
-    select t.*, null as wait_s from taken t
-    union all
-    select null, null, null, null, null, null, null, null, null, null, h.wait_s from hook h where h.wait_s > 0
+  const pending = sql`w.id = ${options.webhookId} and w.consent_state = 'pending' and w.deleted_at is null`;
+  const [taken] = await database.rows<SubjectRow>(sql`
+    update webhook w set consent_next_at = now() + ${options.leaseMs} * interval '1 millisecond', consent_sent_at = now()
+    where ${pending}
+      and (w.consent_sent_at is null or w.consent_sent_at <= now() - ${CONSENT_MIN_INTERVAL_S} * interval '1 second')
+    returning ${SUBJECT}
   `);
-  if (!row) return undefined;
-  if (row.wait_s !== null) return { retryInSeconds: Math.max(1, Number(row.wait_s)) };
-  return toSubject(row);
+  if (taken) return toSubject(taken);
+  // Not taken: not pending, or asked moments ago (and when it may be asked again).
+  const [recent] = await database.rows<{ wait_s: number | string }>(sql`
+    select ceil(extract(epoch from w.consent_sent_at + ${CONSENT_MIN_INTERVAL_S} * interval '1 second' - now()))::float8
+      as wait_s
+    from webhook w where ${pending} and w.consent_sent_at is not null
+  `);
+  return recent ? { retryInSeconds: Math.max(1, Number(recent.wait_s)) } : undefined;
 }
 
 /**
