@@ -206,6 +206,27 @@ describe("the lane's claims", () => {
     expect(peak.account).toBeGreaterThanOrEqual(5);
   });
 
+  it("walk past their first sixteen webhooks, in growing reads, and wrap round from where the last one stopped", async () => {
+    // 70 webhooks with one due row each, every one on an origin and an account of its own: only the walk limits.
+    const ids: string[] = [];
+    for (let i = 0; i < 70; i++) {
+      const id = `wh_walk_${String(i).padStart(2, "0")}`;
+      ids.push(await webhookWithDue(id, `acc_walk_${i}`, `https://walk-${i}.example.com/hook`, 1));
+    }
+    const claim = (after: string, limit: number) =>
+      claimDispatches(database, { workerId: "walker", limit, leaseMs: 60_000, caps, after });
+
+    // Starting after the 10th: the 11th to the 70th (reads of 16, 16, 32 webhooks), then round to the 1st…
+    const first = await claim(ids[9]!, 65);
+    expect(first.dispatches.map((d) => d.webhookId)).toEqual([...ids.slice(10), ...ids.slice(0, 5)]);
+    expect(first.cursor).toBe(ids[4]);
+    // …and the next claim goes on from there, wrapping once and stopping where it began.
+    const second = await claim(first.cursor, 100);
+    expect(second.dispatches.map((d) => d.webhookId)).toEqual(ids.slice(5, 10));
+    const third = await claim(second.cursor, 100);
+    expect(third.dispatches).toEqual([]);
+  });
+
   it("forget a worker's book row once it stopped counting a minute ago, and no other", async () => {
     await database.rows(sql`
       insert into webhook_lane_in_flight (worker, until, by_webhook, by_origin, by_account) values

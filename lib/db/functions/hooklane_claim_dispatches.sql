@@ -16,7 +16,7 @@
 --   1. What this worker has running (p_held, per webhook), per origin and account as the webhooks are now; and the
 --      origins and accounts the book says are at their cap (a hint, read without their keys).
 --   2. The walk: webhooks with open rows in id order after p_after (round-robin; wraps once), at most p_max_steps,
---      read sixteen at a time. One not active (or whose endpoint has not consented yet), not due, or whose origin or account this claim found full or held by
+--      read sixteen first, then as many again as it has visited. One not active (or whose endpoint has not consented yet), not due, or whose origin or account this claim found full or held by
 --      another claim is passed over at once. At each other: its key locks; the webhook as it is now (breaker? rate
 --      tokens?); then, in a statement of its own (so it sees every claim that held those locks before),
 --      what the other workers' book rows say is in flight there. Its room is what the three caps leave, then at
@@ -136,7 +136,9 @@ BEGIN
       IF v_at >= coalesce(cardinality(v_hooks), 0) THEN
         -- The next webhooks with open rows, each with its earliest (its first entry in the index: a probe each), and
         -- what is needed to pass over one without a lock: whether it is active, its origin and account. Sixteen
-        -- first, as most claims fill their room within them; then at once as many as the claim may still visit.
+        -- first, as most claims fill their room within them; then as many again as the claim has visited (16, 32,
+        -- 64…, never past p_max_steps): a claim that stops early (its room filled, or sixteen held back in a row)
+        -- has probed at most twice the webhooks it looked at, and a long walk still takes few reads.
         WITH RECURSIVE next(webhook_id, next_attempt_at, n) AS (
           (SELECT o.webhook_id, o.next_attempt_at, 1 FROM webhook_dispatch_open o WHERE o.webhook_id > v_cursor
            ORDER BY o.webhook_id, o.next_attempt_at LIMIT 1)
@@ -144,7 +146,7 @@ BEGIN
           SELECT x.webhook_id, x.next_attempt_at, next.n + 1 FROM next CROSS JOIN LATERAL (
             SELECT o.webhook_id, o.next_attempt_at FROM webhook_dispatch_open o WHERE o.webhook_id > next.webhook_id
             ORDER BY o.webhook_id, o.next_attempt_at LIMIT 1) x
-          WHERE next.n < CASE WHEN v_steps = 0 THEN least(16, p_max_steps) ELSE p_max_steps - v_steps END
+          WHERE next.n < least(greatest(16, v_steps), p_max_steps - v_steps)
         )
         SELECT array_agg(n.webhook_id ORDER BY n.n), array_agg(n.next_attempt_at ORDER BY n.n),
           array_agg(coalesce(wh.status = 'active' AND wh.consent_state IS DISTINCT FROM 'pending', false) ORDER BY n.n),
