@@ -321,6 +321,73 @@ describe("a route statement's batch", () => {
   });
 });
 
+describe("a route statement's numbers", () => {
+  it("number each of many webhooks' events on from where it stood, in batch order, however many each hears", async () => {
+    // 60 webhooks, their ids in an order unlike their creation's; a third hear only account.updated, a third only
+    // general.address.created, a third both; every other one already numbered some events (`last` = its index × 7).
+    const hooks = Array.from({ length: 60 }, (_, i) => ({
+      id: `wh_num_${((i * 37) % 60).toString().padStart(2, "0")}_${i}`,
+      events: [["account.updated"], ["general.address.created"], ["account.updated", "general.address.created"]][
+        i % 3
+      ]!,
+      start: i % 2 === 0 ? i * 7 : 0,
+    }));
+    for (const hook of hooks) {
+      await database.rows(sql`
+        insert into webhook (id, url, events, secret_sealed, created_by)
+        values (${hook.id}, 'https://numbers.example.com/hook', ${`{${hook.events.join(",")}}`}::text[], 'sealed', 'test')
+      `);
+      if (hook.start > 0) {
+        await database.rows(sql`insert into webhook_sequence (webhook_id, last) values (${hook.id}, ${hook.start})`);
+      }
+    }
+    const events = Array.from({ length: 7 }, (_, i) => ({
+      ...message("acc_numbers", `evt_num_${i}`),
+      type: i % 2 === 0 ? "account.updated" : "general.address.created",
+      account: null,
+    }));
+    const rule = (type: string) => routeRule(catalogueByInternal(type)!);
+    // wh_all hears these too: its counter is put back after.
+    const [all] = await database.rows<{ last: number }>(
+      sql`select coalesce(max(last), 0)::integer as last from webhook_sequence where webhook_id = 'wh_all'`,
+    );
+    try {
+      await database.rows(sql`
+        select * from hooklane_route_events(
+          ${`{${events.map((e) => JSON.stringify(JSON.stringify(e))).join(",")}}`}::jsonb[],
+          ${`{${events.map((e) => JSON.stringify(JSON.stringify(rule(e.type)))).join(",")}}`}::jsonb[])
+      `);
+      const numbered = await database.rows<{ webhook_id: string; event_id: string; sequence: number; payload: string }>(
+        sql`select webhook_id, event_id, sequence::integer as sequence, payload from webhook_dispatch
+            where event_id like 'evt_num_%' and webhook_id like 'wh_num_%' order by webhook_id, sequence`,
+      );
+      const expected = hooks.flatMap((hook) =>
+        events
+          .filter((e) => hook.events.includes(e.type))
+          .map((e, n) => ({ webhook_id: hook.id, event_id: e.eventId, sequence: hook.start + n + 1 })),
+      );
+      const byKey = (a: { webhook_id: string; sequence: number }, b: { webhook_id: string; sequence: number }) =>
+        a.webhook_id < b.webhook_id ? -1 : a.webhook_id > b.webhook_id ? 1 : a.sequence - b.sequence;
+      expect(numbered.map(({ webhook_id, event_id, sequence }) => ({ webhook_id, event_id, sequence }))).toEqual(
+        expected.toSorted(byKey),
+      );
+      // The body carries the same number.
+      expect(numbered.filter((row) => !row.payload.includes(`"sequence":${row.sequence},`))).toEqual([]);
+      const counters = await database.rows<{ webhook_id: string; last: number }>(
+        sql`select webhook_id, last::integer as last from webhook_sequence where webhook_id like 'wh_num_%'`,
+      );
+      expect(new Map(counters.map((c) => [c.webhook_id, c.last]))).toEqual(
+        new Map(hooks.map((hook) => [hook.id, hook.start + events.filter((e) => hook.events.includes(e.type)).length])),
+      );
+    } finally {
+      await database.rows(sql`delete from webhook_dispatch where event_id like 'evt_num_%'`);
+      await database.rows(sql`delete from webhook_sequence where webhook_id like 'wh_num_%'`);
+      await database.rows(sql`update webhook_sequence set last = ${all!.last} where webhook_id = 'wh_all'`);
+      await database.rows(sql`delete from webhook where id like 'wh_num_%'`);
+    }
+  });
+});
+
 describe("the lane's step", () => {
   /** Runs `test` with no route job or dispatch waiting and two more webhooks hearing everything (three with wh_all). */
   async function withTwoMoreWebhooks(test: () => Promise<void>): Promise<void> {
