@@ -34,18 +34,14 @@ export function keysPagePath(base: string, scope: KeyScope, query = ""): string 
 const published = (key: SigningKey, now: Date) =>
   key.publishedUntil === null || Date.parse(key.publishedUntil) > now.getTime();
 
-/** The key that signs at `now`, as the lane picks it: the published one that started signing last. */
+/**
+ * The key that signs at `now`, as the lane picks it (`createSigningKeyStore`): of the published keys whose time has
+ * come, the first in the lane's order, latest `signsFrom` first and then the greater id.
+ */
 export function signingKeyAt(keys: SigningKey[], now: Date): SigningKey | undefined {
-  let signer: SigningKey | undefined;
-  for (const key of keys) {
-    if (!published(key, now) || Date.parse(key.signsFrom) > now.getTime()) continue;
-    const later =
-      !signer ||
-      Date.parse(key.signsFrom) > Date.parse(signer.signsFrom) ||
-      (key.signsFrom === signer.signsFrom && key.id > signer.id);
-    if (later) signer = key;
-  }
-  return signer;
+  return keys
+    .filter((key) => published(key, now) && Date.parse(key.signsFrom) <= now.getTime())
+    .sort((a, b) => Date.parse(b.signsFrom) - Date.parse(a.signsFrom) || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))[0];
 }
 
 /** Where a key is in its life at `now`. */
@@ -133,7 +129,6 @@ export function signingKeysPage(input: {
   const account = scope === "global" ? null : (input.newest[0]?.account ?? keys[0]?.account);
   const jwks = account === undefined ? undefined : `${input.origin}${keySetPath(account)}`;
   const scopeField = scope === "global" ? html`<input type="hidden" name="scope" value="global" />` : "";
-  const defaultGrace = KEY_OVERLAP_S;
   return layout(
     scope === "global" ? "Signing keys of the global webhooks" : "Signing keys",
     html`<p>
@@ -207,7 +202,7 @@ export function signingKeysPage(input: {
           >Keep the replaced keys published for
           <select name="grace">
             ${KEY_ROTATION_GRACES.map(([seconds, name]) =>
-              seconds === defaultGrace
+              seconds === KEY_OVERLAP_S
                 ? html`<option value="${seconds}" selected>${name} (default)</option>`
                 : html`<option value="${seconds}">${name}</option>`,
             )}

@@ -8,7 +8,7 @@ import { liveEvery } from "./console-live.ts";
 import type { webhookSchema } from "../routes/v3/webhook-schemas.ts";
 import { ROTATION_OVERLAP_MS } from "../routes/v3/webhook-rotate-secret.ts";
 import { layout, tokenField, until, when, type PageContext } from "./console-layout.ts";
-import { keySetPath as accountKeySetPath, keysPagePath } from "./console-signing-key-pages.ts";
+import { keySetPath, keysPagePath } from "./console-signing-key-pages.ts";
 import { dispatchAction, recoveriesList, recoveryFinished, RECOVERY_WINDOWS_HOURS } from "./console-delivery-pages.ts";
 
 export type Webhook = z.output<typeof webhookSchema>;
@@ -35,9 +35,6 @@ export const ROTATION_GRACES = [
   [86_400, "24 hours"],
   [604_800, "7 days"],
 ] as const;
-
-/** Where receivers fetch the public keys a webhook's `v1a` signatures verify with: at the site's root, no token. */
-const keySetPath = (w: Webhook) => accountKeySetPath(w.account);
 
 const pct = (rate: number | null) => (rate === null ? "—" : `${Math.round(rate * 1000) / 10} %`);
 
@@ -222,7 +219,7 @@ export function webhookPage(input: {
           w.asymmetricSignature
             ? html`<dt>Public keys</dt>
                 <dd>
-                  <a href="${keySetPath(w)}">${keySetPath(w)}</a> ·
+                  <a href="${keySetPath(w.account)}">${keySetPath(w.account)}</a> ·
                   <a href="${keysPagePath(base, w.account === null ? "global" : "account")}"
                     >Signing keys and rotation</a
                   >
