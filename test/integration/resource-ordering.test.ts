@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterEach, describe, expect, it } from "vitest";
+import { HELD_LOOK_AGAIN } from "../../lib/webhook/transport/vercel/vercel-queue-limits.ts";
 import type { WebhookEvent } from "../../lib/webhook/verify/webhook-verify.ts";
 import { eventually } from "../support/eventually.ts";
 import type { Driver } from "../support/harness.ts";
@@ -37,7 +38,7 @@ describe.each(["postgres", "vercel"] as Driver[])("ordering per resource on Post
   });
 
   it(
-    `delivers ${RESOURCES} resources × ${UPDATES} updates in publish order per resource through 30 % failures, within 2× of the same events unordered`,
+    `delivers ${RESOURCES} resources × ${UPDATES} updates in publish order per resource through 30 % failures, within 2× of the same events unordered (on Vercel, plus one look-again of a held message)`,
     { timeout: 300_000 },
     async () => {
       const random = seeded(42);
@@ -70,7 +71,11 @@ describe.each(["postgres", "vercel"] as Driver[])("ordering per resource on Post
           `ordered ${took(orderedFirsts)} ms, unordered ${took(unorderedFirsts)} ms (${ratio.toFixed(2)}×); ` +
           `resources received out of order: ordered 0 of ${RESOURCES}, unordered ${outOfOrder} of ${RESOURCES}`,
       );
-      expect(ratio).toBeLessThan(2);
+      // On Vercel a held event looks again through the queue, in whole seconds and never sooner than the floor (with
+      // its jitter), which keeps held messages from storming the queue; the unordered side never pays it, and its
+      // drain shrinks on a faster machine while the floor does not. So there the bound is 2× plus one such look.
+      const lookAgainMs = driver === "vercel" ? HELD_LOOK_AGAIN.floorMs * (1 + HELD_LOOK_AGAIN.jitter) : 0;
+      expect(took(orderedFirsts)).toBeLessThan(2 * took(unorderedFirsts) + lookAgainMs);
       // Routed into each webhook's stream, the ordered one's open rows carried the resource and sequence.
       const keys = await setup.harness.hooklane.database.rows<{ n: number }>(
         sql`select count(*)::integer as n from webhook_dispatch where webhook_id = ${ordered} and sequence is not null`,
